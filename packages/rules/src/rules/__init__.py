@@ -1,0 +1,20 @@
+"""rules: rrule/frule derivative rules for builtins, operator, math, cmath and numpy.
+
+Importing this package registers every rule with ``rulescore``; ``inventory()``
+lists the functions covered.
+"""
+
+from . import (  # noqa: F401  (imported for their registrations)
+    _builtins,
+    _cmath,
+    _linalg,
+    _math,
+    _numpy_elementwise,
+    _numpy_methods,
+    _numpy_reductions,
+    _numpy_shape,
+    _operator,
+)
+from ._inventory import inventory
+
+__all__ = ["inventory"]

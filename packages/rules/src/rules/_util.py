@@ -1,0 +1,56 @@
+"""Helpers shared by the rule modules: un-broadcasting and zero handling."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from rulescore import AbstractZero, ProjectTo, unthunk
+
+__all__ = ["is_zero", "project", "unbroadcast"]
+
+
+def is_zero(x: Any) -> bool:
+    """True for ``ZeroTangent()``/``NoTangent()`` (test with this, not ``== 0``)."""
+    return isinstance(x, AbstractZero)
+
+
+def unbroadcast(x: Any, dx: Any) -> Any:
+    """Reduce ``dx`` to the shape of ``x`` (summing broadcast axes), then project.
+
+    ``x`` is the primal argument as the user passed it (Python scalar, numpy
+    scalar, 0-d or n-d array, nested list). The result is a valid cotangent
+    for ``x``: a Python scalar gets a scalar, float32 stays float32.
+
+    >>> import numpy as np
+    >>> unbroadcast(np.ones(3), np.ones((2, 3)))
+    array([2., 2., 2.])
+    >>> unbroadcast(2.0, np.ones((2, 2)))
+    4.0
+    """
+    dx = unthunk(dx)
+    if isinstance(dx, AbstractZero):
+        return dx
+    shape = np.shape(x)
+    dshape = np.shape(dx)
+    if dshape != shape:
+        dx = np.asarray(dx)
+        extra = dx.ndim - len(shape)
+        if extra < 0:
+            dx = np.broadcast_to(dx, shape)
+        else:
+            axes = tuple(range(extra)) + tuple(
+                i + extra for i, n in enumerate(shape) if n == 1 and dx.shape[i + extra] != 1
+            )
+            if axes:
+                dx = dx.sum(axis=axes, keepdims=True)
+            if extra:
+                dx = dx.reshape(dx.shape[extra:])
+    return project(x, dx)
+
+
+def project(x: Any, dx: Any) -> Any:
+    """``ProjectTo(x)(dx)``, accepting lists as array primals."""
+    if isinstance(x, list):
+        return ProjectTo(np.asarray(x))(dx)
+    return ProjectTo(x)(dx)

@@ -1,0 +1,93 @@
+"""rulescore: derivative rules that any Python library can define once.
+
+The vocabulary shared by rule authors and ADs, after ChainRulesCore.jl:
+
+* ``rrule`` / ``frule``: generic functions returning ``(y, pullback)`` and
+  ``(y, ẏ)``, with type dispatch on the arguments;
+* tangents: ``ZeroTangent``, ``NoTangent``, ``Tangent[P]``, ``Thunk``,
+  ``InplaceableThunk``, ``NotImplementedTangent``;
+* ``ProjectTo``: keep what leaves a rule a valid tangent of its input;
+* ``RuleConfig`` and its traits, ``rrule_via_ad`` / ``frule_via_ad``;
+* helpers: ``scalar_rule``, ``non_differentiable``, ``opt_out``,
+  ``derivatives_given_output``, ``ignore_derivatives``, ``not_implemented``.
+
+>>> from rulescore import rrule, scalar_rule
+>>> def square(x):
+...     return x * x
+>>> scalar_rule(square, lambda x, Ω: 2 * x)
+>>> y, pb = rrule(square, 3.0)
+>>> y, pb(1.0)[1]
+(9.0, 6.0)
+"""
+
+from ._config import (
+    HasForwardsMode,
+    HasReverseMode,
+    NoForwardsMode,
+    NoReverseMode,
+    RuleConfig,
+    frule_via_ad,
+    rrule_via_ad,
+)
+from ._projection import ProjectTo, Projector
+from ._rule_tools import (
+    NotImplementedTangent,
+    derivatives_given_output,
+    ignore_derivatives,
+    not_implemented,
+    scalar_rule,
+)
+from ._rules import FRule, RRule, frule, non_differentiable, opt_out, rrule
+from ._tangent import Tangent, backing, canonicalize
+from ._thunks import AbstractThunk, InplaceableThunk, Thunk, add_, thunk, unthunk
+from ._zeros import AbstractZero, NoTangent, ZeroTangent, iszero
+from .errors import (
+    AmbiguousRuleError,
+    ConfigModeError,
+    CotangentError,
+    NotImplementedTangentError,
+    RuleDefinitionError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AbstractThunk",
+    "AbstractZero",
+    "AmbiguousRuleError",
+    "ConfigModeError",
+    "CotangentError",
+    "FRule",
+    "HasForwardsMode",
+    "HasReverseMode",
+    "InplaceableThunk",
+    "NoForwardsMode",
+    "NoReverseMode",
+    "NoTangent",
+    "NotImplementedTangent",
+    "NotImplementedTangentError",
+    "ProjectTo",
+    "Projector",
+    "RRule",
+    "RuleConfig",
+    "RuleDefinitionError",
+    "Tangent",
+    "Thunk",
+    "ZeroTangent",
+    "add_",
+    "backing",
+    "canonicalize",
+    "derivatives_given_output",
+    "frule",
+    "frule_via_ad",
+    "ignore_derivatives",
+    "iszero",
+    "non_differentiable",
+    "not_implemented",
+    "opt_out",
+    "rrule",
+    "rrule_via_ad",
+    "scalar_rule",
+    "thunk",
+    "unthunk",
+]

@@ -1,0 +1,253 @@
+"""Tools that write rules for you: ``scalar_rule``, ``derivatives_given_output``,
+``ignore_derivatives`` and ``not_implemented``.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+from ._projection import ProjectTo
+from ._rules import frule, non_differentiable, rrule
+from ._tangent import Tangent
+from ._thunks import unthunk
+from ._zeros import AbstractZero, NoTangent, ZeroTangent
+from .errors import CotangentError, NotImplementedTangentError
+
+__all__ = [
+    "NotImplementedTangent",
+    "derivatives_given_output",
+    "ignore_derivatives",
+    "not_implemented",
+    "scalar_rule",
+]
+
+# f -> partials(*args, Ω), for derivatives_given_output.
+_PARTIALS: dict[Any, Callable[..., Any]] = {}
+
+
+def _conj(p: Any) -> Any:
+    if type(p) is float:
+        return p
+    c = getattr(p, "conjugate", None)
+    return p if c is None else c()
+
+
+def _as_rows(ps: Any, n_args: int, multi: bool, f: Any) -> tuple:
+    """Normalise what ``partials`` returned to a tuple of rows, one per output."""
+    if not multi:
+        if n_args == 1 and not isinstance(ps, tuple):
+            ps = (ps,)
+        rows = (ps,)
+    else:
+        rows = tuple(r if isinstance(r, tuple) else (r,) for r in ps)
+    for r in rows:
+        if len(r) != n_args:
+            raise CotangentError(
+                f"scalar_rule for {getattr(f, '__name__', f)}: partials returned {len(r)} "
+                f"entries for a call with {n_args} arguments"
+            )
+    return rows
+
+
+def _output_cotangents(ȳ: Any, m: int, f: Any) -> tuple:
+    ȳ = unthunk(ȳ)
+    if isinstance(ȳ, AbstractZero):
+        return (ȳ,) * m
+    if isinstance(ȳ, Tangent):
+        ȳ = tuple(ȳ._backing)
+    if not isinstance(ȳ, (tuple, list)) or len(ȳ) != m:
+        raise CotangentError(
+            f"pullback of {getattr(f, '__name__', f)}: the output is a tuple of {m}, so the "
+            f"cotangent must be a tuple of {m} entries; got {ȳ!r}"
+        )
+    return tuple(unthunk(v) for v in ȳ)
+
+
+def scalar_rule(f: Any, partials: Callable | None = None, types: tuple | None = None) -> Any:
+    """Define ``rrule`` and ``frule`` for a scalar function from its partials.
+
+    ``partials(*args, Ω)`` gets the arguments and the output ``Ω`` and returns
+    one partial derivative per argument (a bare value is fine for one
+    argument), or, for a function returning a tuple, one tuple of partials per
+    output. Complex functions are taken to be holomorphic: the pullback
+    multiplies by the conjugate partial, as ChainRules does.
+
+    Function form ``scalar_rule(f, partials)``, or decorator form:
+
+    >>> import math
+    >>> from rulescore import rrule, frule, scalar_rule
+    >>> @scalar_rule(lambda x, Ω: Ω * (1 - Ω))
+    ... def sigmoid(x):
+    ...     return 1 / (1 + math.exp(-x))
+    >>> y, pb = rrule(sigmoid, 0.0)
+    >>> y, pb(1.0)
+    (0.5, (NoTangent(), 0.25))
+    >>> frule((None, 2.0), sigmoid, 0.0)
+    (0.5, 0.5)
+    """
+    if partials is None:
+        deriv = f
+
+        def decorator(fn: Any) -> Any:
+            scalar_rule(fn, deriv, types)
+            return fn
+
+        return decorator
+    if not callable(partials):
+        raise TypeError(f"scalar_rule: partials {partials!r} is not callable")
+    name = getattr(f, "__name__", "f")
+
+    def scalar_rrule(*args: Any) -> Any:
+        Ω = f(*args)
+        n = len(args)
+        multi = type(Ω) is tuple
+        rows = _as_rows(partials(*args, Ω), n, multi, f)
+
+        if not multi:
+            (row,) = rows
+
+            def scalar_pullback(ȳ: Any) -> tuple:
+                ȳ = unthunk(ȳ)
+                if isinstance(ȳ, AbstractZero):
+                    return (NoTangent(),) + (ZeroTangent(),) * n
+                if isinstance(ȳ, (tuple, list, Tangent, dict)):
+                    raise CotangentError(
+                        f"pullback of {name}: the output is a scalar, so the cotangent must be "
+                        f"a scalar; got {type(ȳ).__name__}"
+                    )
+                return (NoTangent(),) + tuple(
+                    ProjectTo(x)(ȳ * _conj(p)) for x, p in zip(args, row)
+                )
+
+        else:
+            m = len(rows)
+
+            def scalar_pullback(ȳ: Any) -> tuple:
+                ȳs = _output_cotangents(ȳ, m, f)
+                out: list[Any] = [ZeroTangent()] * n
+                for ȳi, row in zip(ȳs, rows):
+                    if isinstance(ȳi, AbstractZero):
+                        continue
+                    for j, p in enumerate(row):
+                        out[j] = out[j] + ȳi * _conj(p)
+                return (NoTangent(),) + tuple(ProjectTo(x)(d) for x, d in zip(args, out))
+
+        scalar_pullback.__name__ = scalar_pullback.__qualname__ = f"{name}_pullback"
+        return Ω, scalar_pullback
+
+    def scalar_frule(ḟ: Any, *rest: Any) -> Any:
+        n = len(rest) // 2
+        ẋs, args = rest[:n], rest[n:]
+        Ω = f(*args)
+        multi = type(Ω) is tuple
+        rows = _as_rows(partials(*args, Ω), n, multi, f)
+        outs = []
+        for row in rows:
+            acc: Any = ZeroTangent()
+            for p, ẋ in zip(row, ẋs):
+                ẋ = unthunk(ẋ)
+                if not isinstance(ẋ, AbstractZero):
+                    acc = acc + p * ẋ
+            outs.append(acc)
+        if multi:
+            return Ω, Tangent[tuple](*outs)
+        return Ω, outs[0]
+
+    scalar_rrule.__name__ = scalar_rrule.__qualname__ = f"{name}_rrule"
+    scalar_frule.__name__ = scalar_frule.__qualname__ = f"{name}_frule"
+    rrule.register_signature(f, scalar_rrule, types)
+    frule.register_signature(f, scalar_frule, types)
+    _PARTIALS[f] = partials
+    return None
+
+
+def derivatives_given_output(Ω: Any, f: Any, *args: Any) -> tuple:
+    """The partials of a ``scalar_rule`` function: a tuple of rows, one per output.
+
+    >>> from rulescore import scalar_rule, derivatives_given_output
+    >>> def cube(x):
+    ...     return x**3
+    >>> scalar_rule(cube, lambda x, Ω: 3 * x**2)
+    >>> derivatives_given_output(8.0, cube, 2.0)
+    ((12.0,),)
+    """
+    partials = _PARTIALS.get(f)
+    if partials is None:
+        raise LookupError(
+            f"derivatives_given_output: {getattr(f, '__name__', f)!s} has no scalar_rule"
+        )
+    return _as_rows(partials(*args, Ω), len(args), type(Ω) is tuple, f)
+
+
+_CALLABLE_FUNCTIONS = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.BuiltinMethodType,
+    functools.partial,
+)
+
+
+def ignore_derivatives(x: Any) -> Any:
+    """Return ``x`` (or ``x()`` when ``x`` is a function) with no derivative flowing.
+
+    Functions (def, lambda, builtins, methods, ``functools.partial``) are
+    called with no arguments; any other object, callable instances included,
+    is returned unchanged.
+
+    >>> ignore_derivatives(3.0), ignore_derivatives(lambda: 4.0)
+    (3.0, 4.0)
+    """
+    if isinstance(x, _CALLABLE_FUNCTIONS):
+        return x()
+    return x
+
+
+non_differentiable(ignore_derivatives)
+
+
+class NotImplementedTangent:
+    """A tangent that is not implemented; any arithmetic on it raises.
+
+    Returned by :func:`not_implemented`. Adding a zero keeps it, so it only
+    fails if the missing derivative is actually needed.
+    """
+
+    __slots__ = ("reason", "where")
+    __array_ufunc__ = None
+
+    def __init__(self, reason: str, where: str = "") -> None:
+        self.reason = reason
+        self.where = where
+
+    def _fail(self, *args: Any) -> Any:
+        where = f" (at {self.where})" if self.where else ""
+        raise NotImplementedTangentError(f"tangent not implemented{where}: {self.reason}")
+
+    def __add__(self, other: Any) -> Any:
+        return self if isinstance(other, AbstractZero) else self._fail()
+
+    __radd__ = __add__
+    __sub__ = __rsub__ = __mul__ = __rmul__ = _fail
+    __truediv__ = __rtruediv__ = __matmul__ = __rmatmul__ = __neg__ = _fail
+    __array__ = __float__ = __complex__ = conj = conjugate = _fail
+
+    def __repr__(self) -> str:
+        return f"NotImplementedTangent({self.reason!r})"
+
+
+def not_implemented(reason: str) -> NotImplementedTangent:
+    """A placeholder tangent for a derivative a rule does not provide.
+
+    >>> t = not_implemented("derivative w.r.t. the order")
+    >>> t + 1.0
+    Traceback (most recent call last):
+    ...
+    rulescore.errors.NotImplementedTangentError: tangent not implemented (at ...): derivative w.r.t. the order
+    """
+    frame = sys._getframe(1)
+    return NotImplementedTangent(reason, f"{frame.f_code.co_filename}:{frame.f_lineno}")
