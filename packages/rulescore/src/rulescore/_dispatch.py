@@ -152,7 +152,11 @@ class Rule:
         if not self.signature.le(other.signature, n):
             return False
         if other.signature.le(self.signature, n):
-            # Same signature: a config-specific rule beats a generic one.
+            # Equal on these arguments: fixed arity beats varargs (as in Julia),
+            # then a config-specific rule beats a generic one.
+            mine, theirs = self.signature.varargs is None, other.signature.varargs is None
+            if mine != theirs:
+                return mine
             if other.config is None:
                 return True
             return self.config is not None and issubclass(self.config, other.config)
@@ -219,13 +223,18 @@ class RuleTable:
 
     def lookup(self, f: Any, arg_types: tuple, config_type: type | None = None) -> Rule | None:
         """The winning rule for a call, or None (no rule, or an opt-out won)."""
+        try:
+            if f not in self._rules:
+                # Most callables an AD meets have no rule: answer without
+                # caching, so fresh closures do not grow the cache.
+                return None
+        except TypeError:  # unhashable callable: it cannot have rules
+            return None
         key = (f, config_type, arg_types)
         try:
             return self._cache[key]
         except KeyError:
             pass
-        except TypeError:  # unhashable callable: it cannot have rules
-            return None
         rule = self._resolve(f, arg_types, config_type)
         self._cache[key] = rule
         return rule

@@ -1,0 +1,173 @@
+"""The public entry points: ``gradient``, ``withgradient``, ``pullback``, ``code_adjoint``."""
+
+from __future__ import annotations
+
+import numbers
+import sys
+import types
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from rulescore import AbstractZero, Tangent, ZeroTangent, unthunk
+
+from ._runtime import call_function, rcall
+from .errors import NonScalarOutputError
+
+__all__ = ["code_adjoint", "gradient", "pullback", "withgradient"]
+
+
+class WithGradient(NamedTuple):
+    """``withgradient``'s result: the function's value and the gradient tuple."""
+
+    val: Any
+    grad: tuple
+
+
+def _top_call(f: Callable, args: tuple) -> tuple[Any, Callable]:
+    # At the top level nobody asks for f's own tangent: captured variables
+    # are constants, so work that only feeds them is never done.
+    if type(f) is types.FunctionType:
+        from rulescore import rrule
+
+        if f not in rrule.table._rules:
+            return call_function(f, args, None, False)
+    return rcall(f, *args)
+
+
+def to_user(ct: Any) -> Any:
+    """A cotangent as ``gradient`` reports it: zeros become None, thunks are evaluated,
+    tuple/list/dict tangents become tuples/lists/dicts."""
+    ct = unthunk(ct)
+    if isinstance(ct, AbstractZero):
+        return None
+    if isinstance(ct, Tangent):
+        b = ct._backing
+        kind = type(ct)._kind
+        if kind == "positional":
+            P = type(ct).primal_type
+            vals = [to_user(v) for v in b]
+            return vals if P is list else tuple(vals)
+        if kind == "mapping":
+            return {k: to_user(v) for k, v in b.items()}
+        return type(ct)._from_backing({k: _field_to_user(v) for k, v in b.items()})
+    if type(ct) is list:
+        return [to_user(v) for v in ct]
+    if type(ct) is tuple:
+        return tuple(to_user(v) for v in ct)
+    if type(ct) is dict:
+        return {k: to_user(v) for k, v in ct.items()}
+    return ct
+
+
+def _field_to_user(v: Any) -> Any:
+    v = unthunk(v)
+    if isinstance(v, AbstractZero):
+        return ZeroTangent()
+    return to_user(v)
+
+
+def pullback(f: Callable, *args: Any) -> tuple[Any, Callable]:
+    """The value of ``f(*args)`` and a function mapping an output cotangent to the
+    arguments' cotangents (a tuple, ``None`` where no gradient flows).
+
+    >>> import numpy as np
+    >>> y, back = pullback(lambda x: x * 2.0, np.array([1.0, 2.0]))
+    >>> back(np.array([1.0, 10.0]))
+    (array([ 2., 20.]),)
+
+    See also: gradient, withgradient.
+    """
+    y, pb = _top_call(f, args)
+
+    def back(ȳ: Any) -> tuple:
+        cts = pb(ȳ)
+        return tuple(to_user(c) for c in cts[1:])
+
+    return y, back
+
+
+def _pullback(f: Callable, *args: Any) -> tuple[Any, Callable]:
+    """Internal form: the pullback returns ``(∂f, ∂args...)``, ∂f included
+    (the tangent of a closure's captured variables), as rulescore values."""
+    return rcall(f, *args)
+
+
+def _seed(y: Any, f: Callable) -> Any:
+    np = sys.modules.get("numpy")
+    if isinstance(y, bool) or not isinstance(y, numbers.Real):
+        if np is not None and isinstance(y, np.ndarray) and y.shape == () and y.dtype.kind in "fiu":
+            return np.ones((), dtype=y.dtype if y.dtype.kind == "f" else np.float64)
+        what = type(y).__name__
+        shape = getattr(y, "shape", None)
+        if shape is not None:
+            what += f" of shape {shape}"
+        if isinstance(y, numbers.Complex) or (np is not None and getattr(y, "dtype", None) is not None and y.dtype.kind == "c"):
+            hint = "take the real part, abs, or abs2 of the output"
+        else:
+            hint = "reduce it to a number (e.g. np.sum), or use ad.pullback with a seed of the same shape, or ad.jacobian"
+        raise NonScalarOutputError(
+            f"gradient({getattr(f, '__name__', f)!s}, ...) needs the function to return a real "
+            f"number, got {what}.\nTo fix: {hint}."
+        )
+    if np is not None and isinstance(y, np.floating):
+        return type(y)(1)
+    return 1.0
+
+
+def gradient(f: Callable, *args: Any) -> tuple:
+    """The gradient of a real-valued ``f`` at ``args``: one entry per argument.
+
+    Entries are floats, complex numbers (``∂f/∂re + i ∂f/∂im``) or arrays for
+    numbers and arrays; tuples, lists and dicts for containers; ``Tangent[P]``
+    for dataclasses and objects; ``None`` where no gradient flows.
+
+    >>> gradient(lambda x: 3 * x**2 + 2 * x + 1, 5)
+    (32.0,)
+    >>> gradient(lambda a, b: a * b, 2.0, 3.0)
+    (3.0, 2.0)
+
+    See also: withgradient, pullback, jacobian.
+    """
+    return withgradient(f, *args).grad
+
+
+def withgradient(f: Callable, *args: Any) -> WithGradient:
+    """``(val=f(*args), grad=gradient)``. When ``f`` returns a tuple, the first
+    element is differentiated (the rest are auxiliary outputs); for a dict,
+    the first value.
+
+    >>> withgradient(lambda x: (x * x, "aux"), 3.0)
+    WithGradient(val=(9.0, 'aux'), grad=(6.0,))
+    """
+    y, pb = _top_call(f, args)
+    if isinstance(y, tuple) and not hasattr(y, "_fields"):
+        if not y:
+            raise NonScalarOutputError("withgradient: the function returned an empty tuple")
+        seed: Any = (_seed(y[0], f), *([ZeroTangent()] * (len(y) - 1)))
+    elif isinstance(y, dict):
+        if not y:
+            raise NonScalarOutputError("withgradient: the function returned an empty dict")
+        first = next(iter(y))
+        seed = {first: _seed(y[first], f)}
+    else:
+        seed = _seed(y, f)
+    cts = pb(seed)
+    return WithGradient(y, tuple(to_user(c) for c in cts[1:]))
+
+
+def code_adjoint(f: Callable, *args: Any) -> str:
+    """The generated primal and adjoint of ``f`` as readable Python source.
+
+    Each statement carries a ``# line N`` comment with its source line.
+
+    >>> def f(x):
+    ...     return x * x
+    >>> print(code_adjoint(f, 3.0))  # doctest: +ELLIPSIS
+    # generated from ...
+    ...
+    """
+    from .transform import adjoint_source
+
+    if type(f) is not types.FunctionType:
+        raise TypeError(f"code_adjoint needs a Python function, got {type(f).__name__}")
+    return adjoint_source(f, closure_active=False)

@@ -1,0 +1,50 @@
+"""Exceptions raised by ad. Each also inherits the builtin users already catch."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ADError",
+    "CotangentShapeError",
+    "MutationError",
+    "NoRuleError",
+    "NoSourceError",
+    "NonScalarOutputError",
+    "UnsupportedSyntaxError",
+]
+
+
+class ADError(Exception):
+    """Base class of every error raised by ad."""
+
+
+class NoRuleError(ADError, TypeError):
+    """A function has no rrule and no Python source to transform."""
+
+
+class NoSourceError(NoRuleError):
+    """The source of a Python function cannot be found (exec, C, interactive)."""
+
+
+class UnsupportedSyntaxError(ADError, SyntaxError):
+    """Differentiated code uses syntax the transform does not support."""
+
+    def __init__(self, msg: str, filename: str | None = None, lineno: int | None = None) -> None:
+        super().__init__(msg)
+        self.msg = msg
+        self.filename = filename
+        self.lineno = lineno
+
+    def __str__(self) -> str:
+        return self.msg
+
+
+class NonScalarOutputError(ADError, TypeError):
+    """``gradient`` was asked for a function whose output is not a real number."""
+
+
+class CotangentShapeError(ADError, ValueError):
+    """A pullback returned the wrong number of cotangents, or one of the wrong shape."""
+
+
+class MutationError(ADError, RuntimeError):
+    """In-place mutation that would corrupt values the backward pass needs."""

@@ -1,0 +1,145 @@
+"""The source transform, as an ordered list of passes over the stdlib ``ast``.
+
+source -> fence -> anf -> activity -> reverse -> codegen, cached per code
+object (and per whether the closure's captured variables are differentiated).
+Each pass is a module whose docstring states its output form.
+"""
+
+from __future__ import annotations
+
+import ast
+import types
+from dataclasses import dataclass
+from typing import Any
+
+from .activity import active_names, param_names
+from .anf import normalize
+from .codegen import compile_primal, factory_module
+from .fence import check_supported
+from .reverse import generate
+from .source import get_source
+
+__all__ = ["Transformed", "adjoint_source", "transformed"]
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Where each parameter's cotangent sits in the generated pullback's result."""
+
+    positional: tuple[str, ...]
+    vararg: str | None
+    kwonly: tuple[str, ...]
+    kwarg: str | None
+    all_names: tuple[str, ...]
+
+
+@dataclass
+class Transformed:
+    """A compiled primal for one code object, ready to bind to a function."""
+
+    code: types.CodeType
+    helper_cells: dict[str, types.CellType]
+    spec: Signature
+    simple: bool
+    n_positional: int
+    source: str
+    freevars: tuple[str, ...]
+
+    def instantiate(self, f: types.FunctionType) -> types.FunctionType:
+        """The generated primal bound to ``f``'s globals, defaults and closure."""
+        own = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
+        cells = tuple(own[n] if n in own else self.helper_cells[n] for n in self.code.co_freevars)
+        fwd = types.FunctionType(self.code, f.__globals__, f.__name__, f.__defaults__, cells)
+        if f.__kwdefaults__:
+            fwd.__kwdefaults__ = f.__kwdefaults__
+        return fwd
+
+
+_CACHE: dict[tuple[types.CodeType, bool], Transformed] = {}
+
+
+def transformed(f: types.FunctionType, closure_active: bool) -> Transformed:
+    """The cached transform of ``f``'s code (built on first use)."""
+    key = (f.__code__, closure_active)
+    entry = _CACHE.get(key)
+    if entry is None:
+        entry = _build(f, closure_active)
+        _CACHE[key] = entry
+    return entry
+
+
+def _pipeline(f: types.FunctionType, closure_active: bool) -> tuple[ast.FunctionDef, ast.FunctionDef, str]:
+    src = get_source(f)
+    tree = check_supported(src.tree, src.filename)
+    anf = normalize(tree, src.filename)
+    freevars = f.__code__.co_freevars
+    seeds = set(param_names(anf)) | (set(freevars) if closure_active else set())
+    active = active_names(anf, seeds)
+    fwd = generate(anf, active, freevars, closure_active, src.filename)
+    return anf, fwd, src.filename
+
+
+def _build(f: types.FunctionType, closure_active: bool) -> Transformed:
+    from .._helpers import HELPERS
+
+    anf, fwd, filename = _pipeline(f, closure_active)
+    freevars = f.__code__.co_freevars
+    used = {n.id for n in ast.walk(fwd) if isinstance(n, ast.Name) and n.id in HELPERS}
+    cell_names = sorted(used - set(freevars)) + list(freevars)
+    module = factory_module(fwd, cell_names)
+    code = compile_primal(module, filename)
+    a = anf.args
+    positional = tuple(x.arg for x in a.posonlyargs + a.args)
+    spec = Signature(
+        positional=positional,
+        vararg=a.vararg.arg if a.vararg else None,
+        kwonly=tuple(x.arg for x in a.kwonlyargs),
+        kwarg=a.kwarg.arg if a.kwarg else None,
+        all_names=tuple(param_names(anf)),
+    )
+    simple = spec.vararg is None and spec.kwarg is None and not spec.kwonly
+    return Transformed(
+        code=code,
+        helper_cells={n: types.CellType(HELPERS[n]) for n in used},
+        spec=spec,
+        simple=simple,
+        n_positional=len(positional),
+        source=ast.unparse(module),
+        freevars=freevars,
+    )
+
+
+def adjoint_source(f: types.FunctionType, closure_active: bool = False) -> str:
+    """The generated primal and adjoint as Python source, with source line comments."""
+    from .._helpers import HELPERS
+
+    _anf, fwd, filename = _pipeline(f, closure_active)
+    lines: list[str] = [f"# generated from {filename}"]
+    for node in fwd.body:
+        _annotate(node, lines, 0)
+    used = sorted({n.id for n in ast.walk(fwd) if isinstance(n, ast.Name) and n.id in HELPERS})
+    header = f"def _ad_fwd({ast.unparse(fwd.args)}):"
+    return "\n".join([lines[0], f"# helpers: {', '.join(used)}", header, *lines[1:]])
+
+
+def _annotate(node: ast.stmt, out: list[str], depth: int) -> None:
+    """Unparse ``node`` at indent ``depth + 1`` with '# line N' comments."""
+    pad = "    " * (depth + 1)
+    line = getattr(node, "lineno", None)
+    comment = f"  # line {line}" if line else ""
+    if isinstance(node, (ast.If, ast.For, ast.While, ast.FunctionDef)) and not (
+        isinstance(node, ast.FunctionDef) and node.name != "_ad_back"
+    ):
+        head = ast.unparse(node).splitlines()[0]
+        out.append(f"{pad}{head}{comment}")
+        for child in node.body:
+            _annotate(child, out, depth + 1)
+        orelse: Any = getattr(node, "orelse", [])
+        if orelse:
+            out.append(f"{pad}else:")
+            for child in orelse:
+                _annotate(child, out, depth + 1)
+        return
+    text = ast.unparse(node).splitlines()
+    out.append(f"{pad}{text[0]}{comment}")
+    out.extend(pad + t for t in text[1:])

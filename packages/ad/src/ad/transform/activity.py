@@ -1,0 +1,76 @@
+"""Pass 4, activity: which variables can carry a derivative.
+
+Input: an ANF ``FunctionDef`` (see ``anf``). Output: the set of *active*
+names — those whose value may depend on a differentiated input (the
+parameters, and with ``closure_active`` the captured variables). A statement
+none of whose inputs is active runs as plain Python in the generated primal:
+no rule lookup, no pullback, no tape. The analysis is flow-insensitive and
+iterated to a fixed point, so loops are covered.
+"""
+
+from __future__ import annotations
+
+import ast
+
+__all__ = ["active_names", "loaded_names", "param_names"]
+
+
+def param_names(fn: ast.FunctionDef) -> list[str]:
+    """Parameter names in signature order: positional, *args, keyword-only, **kwargs."""
+    a = fn.args
+    names = [x.arg for x in a.posonlyargs + a.args]
+    if a.vararg:
+        names.append(a.vararg.arg)
+    names += [x.arg for x in a.kwonlyargs]
+    if a.kwarg:
+        names.append(a.kwarg.arg)
+    return names
+
+
+def loaded_names(node: ast.AST) -> set[str]:
+    """Every name read anywhere inside ``node`` (nested functions included)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _targets(t: ast.expr) -> list[str]:
+    return [n.id for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+def _walk_stmts(body: list[ast.stmt]):
+    for s in body:
+        yield s
+        for field in ("body", "orelse"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list) and not isinstance(s, ast.FunctionDef):
+                yield from _walk_stmts(inner)
+
+
+def active_names(fn: ast.FunctionDef, seeds: set[str]) -> set[str]:
+    """The names that may carry a derivative, starting from ``seeds``."""
+    active = set(seeds)
+    changed = True
+    while changed:
+        changed = False
+        for s in _walk_stmts(fn.body):
+            if isinstance(s, ast.Assign):
+                value = s.value
+                if isinstance(value, (ast.Compare, ast.JoinedStr, ast.Constant)) or (
+                    isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)
+                ):
+                    continue  # no derivative flows through these values
+                if loaded_names(value) & active:
+                    for name in _targets(s.targets[0]):
+                        if name not in active:
+                            active.add(name)
+                            changed = True
+            elif isinstance(s, ast.For):
+                if loaded_names(s.iter) & active:
+                    for name in _targets(s.target):
+                        if name not in active:
+                            active.add(name)
+                            changed = True
+            elif isinstance(s, ast.FunctionDef):
+                if s.name not in active and loaded_names(s) & active:
+                    active.add(s.name)
+                    changed = True
+    return active

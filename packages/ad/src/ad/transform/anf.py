@@ -1,0 +1,423 @@
+"""Pass 3, anf: flatten a function body to A-normal form.
+
+Output form (a new ``FunctionDef``; the input is not modified). Atoms are
+``Name`` or ``Constant`` nodes. Every statement is one of:
+
+* ``t = f(a, *b, k=c)``            a call; ``f`` and the arguments are atoms
+* ``t = a``                        a copy
+* ``t = (a, b)`` / ``[a, b]`` / ``{k: v}``   a display of atoms
+* ``a, b = _ad_unpack(t, 2)``      unpacking, always through ``_ad_unpack``
+* ``t = <plain>``                  an expression whose value has no derivative
+  (comparisons, ``not``, f-strings, lambdas, constants of any shape)
+* ``return a``
+* ``if <plain>: ... else: ...``, ``for t in a: ...``, ``while <plain>: ...``
+* nested ``def``; ``assert``, ``raise``, ``import``, ``pass`` kept as they are.
+
+Operators become calls of the helpers ``_ad_op_<name>`` (``operator.<name>``);
+attribute reads become ``_ad_getattr(obj, "name")`` and subscripts
+``_ad_op_getitem(obj, index)``. Writes into containers and objects rebind the
+container: ``d[k] = v`` becomes ``d = _ad_setitem(d, k, v)``; ``o.a = v``
+becomes ``o = _ad_setattr(o, "a", v)``; ``x += y`` becomes
+``x = _ad_iop_add(x, y)``; ``lst.append(v)`` becomes ``lst = _ad_append(lst, v)``.
+Conditional expressions and ``and``/``or`` used as values become ``if``
+statements. Line numbers of the source statement are kept on every output
+statement.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Iterator
+
+from ..errors import UnsupportedSyntaxError
+
+__all__ = ["BINOPS", "UNARYOPS", "normalize"]
+
+BINOPS: dict[type, str] = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "truediv",
+    ast.FloorDiv: "floordiv",
+    ast.Mod: "mod",
+    ast.Pow: "pow",
+    ast.MatMult: "matmul",
+    ast.LShift: "lshift",
+    ast.RShift: "rshift",
+    ast.BitOr: "or_",
+    ast.BitXor: "xor",
+    ast.BitAnd: "and_",
+}
+UNARYOPS: dict[type, str] = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert"}
+
+PLAIN_EXPRS = (ast.Compare, ast.JoinedStr, ast.Lambda, ast.Constant)
+
+
+def _name(id_: str, ctx: ast.expr_context | None = None) -> ast.Name:
+    return ast.Name(id=id_, ctx=ctx or ast.Load())
+
+
+def _is_atom(e: ast.expr) -> bool:
+    return isinstance(e, (ast.Name, ast.Constant))
+
+
+class _Normalizer:
+    def __init__(self, filename: str, fname: str) -> None:
+        self.filename = filename
+        self.fname = fname
+        self.counter = 0
+        self.lineno = 0
+
+    # --- helpers --------------------------------------------------------
+
+    def fresh(self) -> str:
+        self.counter += 1
+        return f"_ad_t{self.counter}"
+
+    def error(self, node: ast.AST, what: str) -> UnsupportedSyntaxError:
+        line = getattr(node, "lineno", self.lineno)
+        return UnsupportedSyntaxError(
+            f"{self.filename}:{line}: in {self.fname}: {what}", self.filename, line
+        )
+
+    def assign(self, target: str | ast.expr, value: ast.expr) -> ast.Assign:
+        tgt = _name(target, ast.Store()) if isinstance(target, str) else target
+        return ast.Assign(targets=[tgt], value=value, lineno=self.lineno, col_offset=0)
+
+    def bind(self, value: ast.expr, out: list[ast.stmt]) -> ast.Name:
+        t = self.fresh()
+        out.append(self.assign(t, value))
+        return _name(t)
+
+    def helper_call(self, helper: str, args: list[ast.expr]) -> ast.Call:
+        return ast.Call(func=_name(helper), args=args, keywords=[])
+
+    # --- expressions ------------------------------------------------------
+
+    def atom(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
+        """Flatten ``e``, appending statements to ``out``; return an atom."""
+        if _is_atom(e):
+            return e
+        value = self.expr(e, out)
+        if _is_atom(value):
+            return value
+        return self.bind(value, out)
+
+    def expr(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
+        """Flatten ``e`` to one ANF right-hand side (not necessarily an atom)."""
+        if _is_atom(e):
+            return e
+        if isinstance(e, ast.BinOp):
+            op = BINOPS[type(e.op)]
+            left = self.atom(e.left, out)
+            right = self.atom(e.right, out)
+            return self.helper_call(f"_ad_op_{op}", [left, right])
+        if isinstance(e, ast.UnaryOp):
+            if isinstance(e.op, ast.Not):
+                return ast.UnaryOp(op=ast.Not(), operand=self.atom(e.operand, out))
+            return self.helper_call(f"_ad_op_{UNARYOPS[type(e.op)]}", [self.atom(e.operand, out)])
+        if isinstance(e, ast.Call):
+            return self.call(e, out)
+        if isinstance(e, ast.Attribute):
+            return self.helper_call("_ad_getattr", [self.atom(e.value, out), ast.Constant(e.attr)])
+        if isinstance(e, ast.Subscript):
+            obj = self.atom(e.value, out)
+            return self.helper_call("_ad_op_getitem", [obj, self.index(e.slice, out)])
+        if isinstance(e, (ast.Tuple, ast.List)):
+            if any(isinstance(x, ast.Starred) for x in e.elts):
+                return self.starred_display(e, out)
+            kind = ast.Tuple if isinstance(e, ast.Tuple) else ast.List
+            return kind(elts=[self.atom(x, out) for x in e.elts], ctx=ast.Load())
+        if isinstance(e, ast.Dict):
+            if any(k is None for k in e.keys):
+                raise self.error(e, "`**` inside a dict display is not supported; use dict.update")
+            keys = [self.atom(k, out) for k in e.keys]  # type: ignore[arg-type]
+            return ast.Dict(keys=keys, values=[self.atom(v, out) for v in e.values])
+        if isinstance(e, ast.Set):
+            return self.helper_call("set", [ast.List(elts=[self.atom(x, out) for x in e.elts], ctx=ast.Load())])
+        if isinstance(e, ast.Compare):
+            left = self.atom(e.left, out)
+            comps = [self.atom(c, out) for c in e.comparators]
+            return ast.Compare(left=left, ops=e.ops, comparators=comps)
+        if isinstance(e, ast.IfExp):
+            t = self.fresh()
+            test = self.atom(e.test, out)
+            body: list[ast.stmt] = []
+            body.append(self.assign(t, self.expr(e.body, body)))
+            orelse: list[ast.stmt] = []
+            orelse.append(self.assign(t, self.expr(e.orelse, orelse)))
+            out.append(ast.If(test=test, body=body, orelse=orelse, lineno=self.lineno, col_offset=0))
+            return _name(t)
+        if isinstance(e, ast.BoolOp):
+            return self.boolop(e, out)
+        if isinstance(e, (ast.JoinedStr, ast.Lambda)):
+            return e
+        if isinstance(e, ast.Slice):
+            return self.index(e, out)
+        if isinstance(e, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return self.comprehension(e, out)
+        if isinstance(e, ast.Starred):
+            raise self.error(e, "a starred expression is only supported in calls and displays")
+        raise self.error(e, f"{type(e).__name__} expressions are not supported")
+
+    def index(self, s: ast.expr, out: list[ast.stmt]) -> ast.expr:
+        if isinstance(s, ast.Slice):
+            parts = [
+                self.atom(p, out) if p is not None else ast.Constant(None)
+                for p in (s.lower, s.upper, s.step)
+            ]
+            return self.bind(self.helper_call("slice", parts), out)
+        if isinstance(s, ast.Tuple):
+            elts = [self.index(x, out) for x in s.elts]
+            return self.bind(ast.Tuple(elts=elts, ctx=ast.Load()), out)
+        return self.atom(s, out)
+
+    def boolop(self, e: ast.BoolOp, out: list[ast.stmt]) -> ast.expr:
+        # a and b  ->  t = a; if t: t = b     (a or b: if not t: t = b)
+        t = self.fresh()
+        out.append(self.assign(t, self.expr(e.values[0], out)))
+        rest = e.values[1:]
+        if not rest:
+            return _name(t)
+        body: list[ast.stmt] = []
+        rest_expr = rest[0] if len(rest) == 1 else ast.BoolOp(op=e.op, values=rest)
+        body.append(self.assign(t, self.expr(rest_expr, body)))
+        test: ast.expr = _name(t)
+        if isinstance(e.op, ast.Or):
+            test = ast.UnaryOp(op=ast.Not(), operand=_name(t))
+        out.append(ast.If(test=test, body=body, orelse=[], lineno=self.lineno, col_offset=0))
+        return _name(t)
+
+    def starred_display(self, e: ast.Tuple | ast.List, out: list[ast.stmt]) -> ast.expr:
+        # (a, *b, c) -> _ad_concat((a,), b, (c,)) with the display's kind
+        parts: list[ast.expr] = []
+        run: list[ast.expr] = []
+        for x in e.elts:
+            if isinstance(x, ast.Starred):
+                if run:
+                    parts.append(self.bind(ast.Tuple(elts=run, ctx=ast.Load()), out))
+                    run = []
+                parts.append(self.atom(x.value, out))
+            else:
+                run.append(self.atom(x, out))
+        if run:
+            parts.append(self.bind(ast.Tuple(elts=run, ctx=ast.Load()), out))
+        helper = "_ad_concat_tuple" if isinstance(e, ast.Tuple) else "_ad_concat_list"
+        return self.helper_call(helper, parts)
+
+    def call(self, e: ast.Call, out: list[ast.stmt]) -> ast.expr:
+        func = self.atom(e.func, out)
+        args: list[ast.expr] = []
+        for a in e.args:
+            if isinstance(a, ast.Starred):
+                args.append(ast.Starred(value=self.atom(a.value, out), ctx=ast.Load()))
+            else:
+                args.append(self.atom(a, out))
+        keywords = [ast.keyword(arg=k.arg, value=self.atom(k.value, out)) for k in e.keywords]
+        return ast.Call(func=func, args=args, keywords=keywords)
+
+    def comprehension(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
+        """[elt for x in it if c] -> an explicit loop building a list (or set, dict)."""
+        acc = self.fresh()
+        if isinstance(e, ast.DictComp):
+            out.append(self.assign(acc, ast.Dict(keys=[], values=[])))
+        else:
+            out.append(self.assign(acc, ast.List(elts=[], ctx=ast.Load())))
+        gens = e.generators  # type: ignore[attr-defined]
+        if any(g.is_async for g in gens):
+            raise self.error(e, "async comprehensions are not supported")
+
+        def build(i: int) -> list[ast.stmt]:
+            body: list[ast.stmt] = []
+            if i == len(gens):
+                if isinstance(e, ast.DictComp):
+                    k = self.atom(e.key, body)
+                    v = self.atom(e.value, body)
+                    body.append(
+                        self.assign(acc, self.helper_call("_ad_setitem", [_name(acc), k, v]))
+                    )
+                else:
+                    v = self.atom(e.elt, body)  # type: ignore[attr-defined]
+                    body.append(self.assign(acc, self.helper_call("_ad_append", [_name(acc), v])))
+                return body
+            g = gens[i]
+            inner = build(i + 1)
+            for cond in reversed(g.ifs):
+                test_stmts: list[ast.stmt] = []
+                test = self.atom(cond, test_stmts)
+                inner = [*test_stmts, ast.If(test=test, body=inner, orelse=[], lineno=self.lineno, col_offset=0)]
+            it_stmts: list[ast.stmt] = []
+            it = self.atom(g.iter, it_stmts)
+            loop = self.for_loop(g.target, it, inner)
+            return [*it_stmts, *loop]
+
+        out.extend(build(0))
+        if isinstance(e, ast.SetComp):
+            return self.helper_call("set", [_name(acc)])
+        return _name(acc)
+
+    # --- statements -------------------------------------------------------
+
+    def for_loop(self, target: ast.expr, it: ast.expr, body: list[ast.stmt]) -> list[ast.stmt]:
+        if isinstance(target, ast.Name):
+            return [ast.For(target=_name(target.id, ast.Store()), iter=it, body=body, orelse=[], lineno=self.lineno, col_offset=0)]
+        t = self.fresh()
+        unpack: list[ast.stmt] = []
+        self.assign_target(target, _name(t), unpack)
+        return [ast.For(target=_name(t, ast.Store()), iter=it, body=unpack + body, orelse=[], lineno=self.lineno, col_offset=0)]
+
+    def assign_target(self, target: ast.expr, value: ast.expr, out: list[ast.stmt]) -> None:
+        """Assign the flattened right-hand side ``value`` to an arbitrary target."""
+        if isinstance(target, ast.Name):
+            out.append(self.assign(target.id, value))
+            return
+        if isinstance(target, (ast.Tuple, ast.List)):
+            src = value if _is_atom(value) else self.bind(value, out)
+            n = len(target.elts)
+            star = [i for i, x in enumerate(target.elts) if isinstance(x, ast.Starred)]
+            if star:
+                (i,) = star
+                call = self.helper_call(
+                    "_ad_unpack_star", [src, ast.Constant(i), ast.Constant(n - i - 1)]
+                )
+            else:
+                call = self.helper_call("_ad_unpack", [src, ast.Constant(n)])
+            names: list[ast.expr] = []
+            nested: list[tuple[ast.expr, str]] = []
+            for x in target.elts:
+                x = x.value if isinstance(x, ast.Starred) else x
+                if isinstance(x, ast.Name):
+                    names.append(_name(x.id, ast.Store()))
+                else:
+                    t = self.fresh()
+                    names.append(_name(t, ast.Store()))
+                    nested.append((x, t))
+            out.append(self.assign(ast.Tuple(elts=names, ctx=ast.Store()), call))
+            for x, t in nested:
+                self.assign_target(x, _name(t), out)
+            return
+        if isinstance(target, ast.Subscript):
+            obj = target.value
+            if not isinstance(obj, ast.Name):
+                raise self.error(target, "assignment into a nested subscript (a.b[i] = v, a[i][j] = v) is not supported; assign to a local name first")
+            idx = self.index(target.slice, out)
+            v = value if _is_atom(value) else self.bind(value, out)
+            out.append(self.assign(obj.id, self.helper_call("_ad_setitem", [_name(obj.id), idx, v])))
+            return
+        if isinstance(target, ast.Attribute):
+            obj = target.value
+            if not isinstance(obj, ast.Name):
+                raise self.error(target, "assignment to a nested attribute (a.b.c = v) is not supported; assign to a local name first")
+            v = value if _is_atom(value) else self.bind(value, out)
+            out.append(
+                self.assign(obj.id, self.helper_call("_ad_setattr", [_name(obj.id), ast.Constant(target.attr), v]))
+            )
+            return
+        raise self.error(target, f"assignment to {type(target).__name__} is not supported")
+
+    def stmts(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in body:
+            self.lineno = getattr(s, "lineno", self.lineno)
+            self.stmt(s, out)
+        return out
+
+    def stmt(self, s: ast.stmt, out: list[ast.stmt]) -> None:
+        if isinstance(s, ast.Assign):
+            value = self.expr(s.value, out)
+            first, *others = s.targets
+            if others:  # a = b = value
+                value = value if _is_atom(value) else self.bind(value, out)
+            self.assign_target(first, value, out)
+            for t in others:
+                self.assign_target(t, value, out)
+        elif isinstance(s, ast.AnnAssign):
+            if s.value is not None:
+                self.assign_target(s.target, self.expr(s.value, out), out)
+        elif isinstance(s, ast.AugAssign):
+            op = BINOPS[type(s.op)]
+            if isinstance(s.target, ast.Name):
+                rhs = self.atom(s.value, out)
+                out.append(self.assign(s.target.id, self.helper_call(f"_ad_iop_{op}", [_name(s.target.id), rhs])))
+            else:
+                load = copy.deepcopy(s.target)
+                _set_load(load)
+                current = self.atom(load, out)
+                rhs = self.atom(s.value, out)
+                new = self.bind(self.helper_call(f"_ad_op_{op}", [current, rhs]), out)
+                self.assign_target(s.target, new, out)
+        elif isinstance(s, ast.Expr):
+            if isinstance(s.value, ast.Constant):
+                return  # docstring or bare constant
+            if _is_append(s.value):
+                call = s.value
+                lst = call.func.value.id  # type: ignore[attr-defined]
+                v = self.atom(call.args[0], out)
+                out.append(self.assign(lst, self.helper_call("_ad_append", [_name(lst), v])))
+                return
+            self.atom(s.value, out)
+        elif isinstance(s, ast.Return):
+            value = ast.Constant(None) if s.value is None else self.atom(s.value, out)
+            out.append(ast.Return(value=value, lineno=self.lineno, col_offset=0))
+        elif isinstance(s, ast.If):
+            test = self.atom(s.test, out)
+            out.append(ast.If(test=test, body=self.stmts(s.body) or [ast.Pass()], orelse=self.stmts(s.orelse), lineno=s.lineno, col_offset=0))
+        elif isinstance(s, ast.For):
+            it = self.atom(s.iter, out)
+            loop = self.for_loop(s.target, it, self.stmts(s.body))
+            loop[-1].orelse = self.stmts(s.orelse)  # type: ignore[attr-defined]
+            out.extend(loop)
+        elif isinstance(s, ast.While):
+            # The test is recomputed before each iteration: its statements run
+            # before the loop and again at the end of the body.
+            pre: list[ast.stmt] = []
+            test = self.atom(s.test, pre)
+            body = self.stmts(s.body)
+            again = copy.deepcopy(pre)
+            out.extend(pre)
+            out.append(ast.While(test=test, body=body + again, orelse=self.stmts(s.orelse), lineno=s.lineno, col_offset=0))
+            if _contains(s.body, (ast.Continue,)) and pre:
+                raise self.error(s, "`continue` in a while loop whose condition is not a plain name or comparison of names is not supported")
+        elif isinstance(s, (ast.Break, ast.Continue, ast.Pass, ast.Assert, ast.Raise, ast.Import, ast.ImportFrom, ast.FunctionDef)):
+            out.append(s)
+        else:
+            raise self.error(s, f"{type(s).__name__} statements are not supported")
+
+
+def _is_append(e: ast.expr) -> bool:
+    return (
+        isinstance(e, ast.Call)
+        and isinstance(e.func, ast.Attribute)
+        and e.func.attr == "append"
+        and isinstance(e.func.value, ast.Name)
+        and len(e.args) == 1
+        and not e.keywords
+        and not isinstance(e.args[0], ast.Starred)
+    )
+
+
+def _set_load(node: ast.AST) -> None:
+    for n in ast.walk(node):
+        if hasattr(n, "ctx"):
+            n.ctx = ast.Load()  # type: ignore[attr-defined]
+
+
+def _contains(body: list[ast.stmt], kinds: tuple) -> Iterator[ast.AST] | bool:
+    for s in body:
+        for n in ast.walk(s):
+            if isinstance(n, kinds):
+                return True
+    return False
+
+
+def normalize(tree: ast.FunctionDef, filename: str) -> ast.FunctionDef:
+    """Return the A-normal form of ``tree`` (a new tree; ``tree`` is not modified)."""
+    tree = copy.deepcopy(tree)
+    norm = _Normalizer(filename, tree.name)
+    norm.lineno = tree.lineno
+    body = norm.stmts(tree.body)
+    if not body or not isinstance(body[-1], ast.Return):
+        body.append(ast.Return(value=ast.Constant(None), lineno=norm.lineno, col_offset=0))
+    tree.body = body
+    return tree

@@ -1,0 +1,414 @@
+"""Pass 5, reverse: generate the primal and the adjoint from the ANF body.
+
+Input: an ANF ``FunctionDef`` and its active names. Output: a module AST
+defining ``_ad_factory()``, which returns ``_ad_fwd`` — a function with the
+original signature returning ``(value, _ad_back)``. ``_ad_back(ȳ)`` returns
+``(∂f, ∂param1, ..., ∂paramN)`` in signature order.
+
+The adjoint mirrors the primal's control flow, reversed: an ``if`` records
+which branch ran and the adjoint replays it; a loop counts its iterations
+and the adjoint runs that many reversed iterations. Values the adjoint needs
+(pullbacks, branch flags, trip counts) are locals of ``_ad_fwd`` read through
+the closure; inside loops they are pushed on per-variable stacks, which the
+adjoint reads back with a cursor (so ``_ad_back`` may be called many times).
+Inactive statements are emitted unchanged. Every generated statement carries
+the line number of the source statement it came from.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from ..errors import UnsupportedSyntaxError
+from .activity import loaded_names, param_names
+
+__all__ = ["generate"]
+
+Z = "_ad_Z"
+
+
+def _n(id_: str, store: bool = False) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Store() if store else ast.Load())
+
+
+def _assign(target: str | ast.expr, value: ast.expr, line: int) -> ast.Assign:
+    tgt = _n(target, True) if isinstance(target, str) else target
+    return ast.Assign(targets=[tgt], value=value, lineno=line, col_offset=0)
+
+
+def _call(fn: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=_n(fn), args=list(args), keywords=[])
+
+
+def _is_not_z(name: str) -> ast.expr:
+    return ast.Compare(left=_n(name), ops=[ast.IsNot()], comparators=[_n(Z)])
+
+
+def d(name: str) -> str:
+    """The adjoint variable of ``name``."""
+    return f"_ad_d_{name}"
+
+
+def _store_copy(node: ast.expr) -> ast.expr:
+    if isinstance(node, ast.Name):
+        return _n(node.id, True)
+    return ast.Tuple(elts=[_store_copy(e) for e in node.elts], ctx=ast.Store())  # type: ignore[attr-defined]
+
+
+def _names_in_target(t: ast.expr) -> list[str]:
+    return [n.id for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+@dataclass
+class _Gen:
+    active: set[str]
+    filename: str
+    fname: str
+    counter: int = 0
+    stacks: list[str] = field(default_factory=list)
+    adjoints: set[str] = field(default_factory=set)
+
+    # --- tape ---------------------------------------------------------------
+
+    def fresh(self, base: str) -> str:
+        self.counter += 1
+        return f"_ad_{base}{self.counter}"
+
+    def record(self, var: str, depth: int, line: int) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        """Statements that keep ``var`` for the adjoint: (after its forward
+        assignment, before its first backward use)."""
+        if depth == 0:
+            return [], []
+        stack, cursor = f"{var}_s", f"{var}_i"
+        self.stacks.append(stack)
+        push = ast.Expr(
+            value=ast.Call(
+                func=ast.Attribute(value=_n(stack), attr="append", ctx=ast.Load()),
+                args=[_n(var)],
+                keywords=[],
+            ),
+            lineno=line,
+            col_offset=0,
+        )
+        pop = [
+            ast.AugAssign(target=_n(cursor, True), op=ast.Sub(), value=ast.Constant(1), lineno=line, col_offset=0),
+            _assign(var, ast.Subscript(value=_n(stack), slice=_n(cursor), ctx=ast.Load()), line),
+        ]
+        return [push], pop
+
+    def is_active(self, e: ast.expr) -> bool:
+        return bool(loaded_names(e) & self.active)
+
+    def accumulate(self, name: str, value: ast.expr, line: int) -> ast.stmt:
+        """``_ad_d_name += value`` with the zero fast path inline."""
+        self.adjoints.add(name)
+        dn = d(name)
+        return _assign(
+            dn,
+            ast.IfExp(
+                test=ast.Compare(left=_n(dn), ops=[ast.Is()], comparators=[_n(Z)]),
+                body=value,
+                orelse=_call("_ad_acc", _n(dn), value),
+            ),
+            line,
+        )
+
+    def reset(self, names: list[str], line: int) -> list[ast.stmt]:
+        out = []
+        for name in names:
+            if name in self.active:
+                self.adjoints.add(name)
+                out.append(_assign(d(name), _n(Z), line))
+        return out
+
+    def error(self, node: ast.AST, what: str) -> UnsupportedSyntaxError:
+        line = getattr(node, "lineno", 0)
+        return UnsupportedSyntaxError(
+            f"{self.filename}:{line}: in {self.fname}: {what}", self.filename, line
+        )
+
+    # --- blocks ---------------------------------------------------------------
+
+    def block(self, stmts: list[ast.stmt], depth: int, tail: bool) -> tuple[list, list]:
+        fwd: list[ast.stmt] = []
+        chunks: list[list[ast.stmt]] = []
+        for i, s in enumerate(stmts):
+            is_tail = tail and i == len(stmts) - 1
+            if isinstance(s, ast.Return) and not is_tail:
+                raise self.error(s, "`return` before the end of a loop body or block is not supported yet; assign the result and return it at the end")
+            f, b = self.stmt(s, depth, is_tail)
+            fwd.extend(f)
+            chunks.append(b)
+        bwd = [x for chunk in reversed(chunks) for x in chunk]
+        return fwd, bwd
+
+    def stmt(self, s: ast.stmt, depth: int, tail: bool) -> tuple[list, list]:
+        line = getattr(s, "lineno", 0)
+        if isinstance(s, ast.Assign):
+            return self.assign(s, depth, line)
+        if isinstance(s, ast.Return):
+            return self.ret(s, line)
+        if isinstance(s, ast.If):
+            return self.if_(s, depth, tail, line)
+        if isinstance(s, ast.For):
+            return self.for_(s, depth, line)
+        if isinstance(s, ast.While):
+            return self.while_(s, depth, line)
+        if isinstance(s, ast.FunctionDef):
+            return [s], self.closure_adjoint(s.name, s, line)
+        if isinstance(s, (ast.Break, ast.Continue)):
+            raise self.error(s, f"`{type(s).__name__.lower()}` is not supported yet in differentiated loops")
+        return [s], []
+
+    def ret(self, s: ast.Return, line: int) -> tuple[list, list]:
+        fwd = [ast.Return(value=ast.Tuple(elts=[s.value, _n("_ad_back")], ctx=ast.Load()), lineno=line, col_offset=0)]
+        v = s.value
+        if isinstance(v, ast.Name) and v.id in self.active:
+            return fwd, [self.accumulate(v.id, _n("_ad_dy"), line)]
+        return fwd, []
+
+    def assign(self, s: ast.Assign, depth: int, line: int) -> tuple[list, list]:
+        target = s.targets[0]
+        value = s.value
+        tnames = _names_in_target(target)
+        if not self.is_active(value) or isinstance(value, (ast.Compare, ast.JoinedStr, ast.Constant)) or (
+            isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)
+        ):
+            return [s], self.reset(tnames, line)
+        if isinstance(value, ast.Lambda):
+            return [s], self.closure_adjoint(tnames[0], value, line)
+        if isinstance(value, ast.Name):  # copy
+            (t,) = tnames
+            if t == value.id:
+                return [s], []
+            b = [_assign("_ad_g", _n(d(t)), line), *self.reset([t], line), self.accumulate(value.id, _n("_ad_g"), line)]
+            return [s], b
+        if isinstance(value, (ast.Tuple, ast.List)):
+            helper = "_ad_mk_tuple" if isinstance(value, ast.Tuple) else "_ad_mk_list"
+            value = ast.Call(func=_n(helper), args=value.elts, keywords=[])
+        elif isinstance(value, ast.Dict):
+            keys = ast.Tuple(elts=value.keys, ctx=ast.Load())  # type: ignore[arg-type]
+            value = ast.Call(func=_n("_ad_mk_dict"), args=[keys, *value.values], keywords=[])
+        if not isinstance(value, ast.Call):
+            raise self.error(s, f"cannot differentiate through {ast.unparse(value)!r}")
+        return self.call(target, tnames, value, depth, line)
+
+    def call(self, target: ast.expr, tnames: list[str], value: ast.Call, depth: int, line: int) -> tuple[list, list]:
+        if any(isinstance(a, ast.Starred) for a in value.args) or any(k.arg is None for k in value.keywords):
+            raise self.error(value, "`*args`/`**kwargs` at a call whose arguments carry derivatives is not supported yet; pass the arguments explicitly")
+        pb = self.fresh("pb")
+        inputs: list[tuple[int, str]] = []  # (index in the pullback's result, name)
+        if isinstance(value.func, ast.Name) and value.func.id in self.active:
+            inputs.append((0, value.func.id))
+        for i, a in enumerate(value.args):
+            if isinstance(a, ast.Name) and a.id in self.active:
+                inputs.append((i + 1, a.id))
+        n_results = 1 + len(value.args)
+        kw_inputs = [(k.arg, k.value.id) for k in value.keywords if isinstance(k.value, ast.Name) and k.value.id in self.active]
+        if value.keywords:
+            rcall = ast.Call(
+                func=_n("_ad_rcall_kw"),
+                args=[value.func, ast.Tuple(elts=value.args, ctx=ast.Load()),
+                      ast.Dict(keys=[ast.Constant(k.arg) for k in value.keywords], values=[k.value for k in value.keywords])],
+                keywords=[],
+            )
+            n_results += 1
+        else:
+            rcall = ast.Call(func=_n("_ad_rcall"), args=[value.func, *value.args], keywords=[])
+        fwd: list[ast.stmt] = [_assign(ast.Tuple(elts=[_store_copy(target), _n(pb, True)], ctx=ast.Store()), rcall, line)]
+        push, pop = self.record(pb, depth, line)
+        fwd += push
+        # Backward: seed, skip when the output's cotangent is zero.
+        if len(tnames) == 1 and isinstance(target, ast.Name):
+            seed: ast.expr = _n(d(tnames[0]))
+            test: ast.expr = _is_not_z(d(tnames[0]))
+        else:
+            seed = _call("_ad_tuple_ct", *[_n(d(t)) if t in self.active else _n(Z) for t in tnames])
+            test = ast.BoolOp(op=ast.Or(), values=[_is_not_z(d(t)) for t in tnames if t in self.active]) if len([t for t in tnames if t in self.active]) > 1 else _is_not_z(d(next(t for t in tnames if t in self.active)))
+        for t in tnames:
+            if t in self.active:
+                self.adjoints.add(t)
+        inner: list[ast.stmt] = [
+            _assign("_ad_c", ast.Call(func=_n(pb), args=[seed], keywords=[]), line),
+            *self.reset(tnames, line),
+            ast.If(
+                test=ast.Compare(left=_call("len", _n("_ad_c")), ops=[ast.NotEq()], comparators=[ast.Constant(n_results)]),
+                body=[ast.Expr(value=_call("_ad_bad_cotangents", _n("_ad_c"), ast.Constant(n_results), value.func, ast.Constant(f"{self.filename}:{line}")), lineno=line, col_offset=0)],
+                orelse=[],
+                lineno=line,
+                col_offset=0,
+            ),
+        ]
+        for idx, name in inputs:
+            inner.append(self.accumulate(name, ast.Subscript(value=_n("_ad_c"), slice=ast.Constant(idx), ctx=ast.Load()), line))
+        for kname, name in kw_inputs:
+            got = _call("_ad_kw_ct", ast.Subscript(value=_n("_ad_c"), slice=ast.Constant(n_results - 1), ctx=ast.Load()), ast.Constant(kname))
+            inner.append(self.accumulate(name, got, line))
+        bwd = [*pop, ast.If(test=test, body=inner, orelse=[], lineno=line, col_offset=0)]
+        return fwd, bwd
+
+    def closure_adjoint(self, name: str, node: ast.AST, line: int) -> list[ast.stmt]:
+        """Adjoint of defining a closure: its tangent's fields flow to captured names."""
+        if name not in self.active:
+            return []
+        captured = sorted((loaded_names(node) & self.active) - {name})
+        self.adjoints.add(name)
+        out: list[ast.stmt] = [_assign("_ad_g", _n(d(name)), line), _assign(d(name), _n(Z), line)]
+        body = [self.accumulate(c, _call("_ad_field", _n("_ad_g"), ast.Constant(c)), line) for c in captured]
+        if body:
+            out.append(ast.If(test=_is_not_z("_ad_g"), body=body, orelse=[], lineno=line, col_offset=0))
+        return out
+
+    def if_(self, s: ast.If, depth: int, tail: bool, line: int) -> tuple[list, list]:
+        bf, bb = self.block(s.body, depth, tail)
+        of, ob = self.block(s.orelse, depth, tail)
+        if not bb and not ob:
+            return [ast.If(test=s.test, body=bf or [ast.Pass()], orelse=of, lineno=line, col_offset=0)], []
+        flag = self.fresh("br")
+        push, pop = self.record(flag, depth, line)
+        fwd_body = [_assign(flag, ast.Constant(True), line), *push, *bf]
+        fwd_else = [_assign(flag, ast.Constant(False), line), *push, *of]
+        fwd = [ast.If(test=s.test, body=fwd_body, orelse=fwd_else, lineno=line, col_offset=0)]
+        bwd = [*pop, ast.If(test=_n(flag), body=bb or [ast.Pass()], orelse=ob, lineno=line, col_offset=0)]
+        return fwd, bwd
+
+    def loop_adjoint(self, count: str, body_bwd: list[ast.stmt], depth: int, line: int, index: str | None = None) -> list[ast.stmt]:
+        target = _n(index or "_ad_k", True)
+        it = _call("range", _n(count))
+        if index is not None:
+            it = _call("reversed", it)
+        return [ast.For(target=target, iter=it, body=body_bwd, orelse=[], lineno=line, col_offset=0)]
+
+    def for_(self, s: ast.For, depth: int, line: int) -> tuple[list, list]:
+        if s.orelse and self.is_active_block(s.orelse):
+            pass
+        of, ob = self.block(s.orelse, depth, False)
+        tname = s.target.id  # type: ignore[attr-defined]
+        if not self.is_active(s.iter):
+            bf, bb = self.block(s.body, depth + 1, False)
+            if not bb:
+                return [ast.For(target=s.target, iter=s.iter, body=bf or [ast.Pass()], orelse=[], lineno=line, col_offset=0), *of], ob
+            count = self.fresh("n")
+            push, pop = self.record(count, depth, line)
+            fwd = [
+                _assign(count, ast.Constant(0), line),
+                ast.For(target=s.target, iter=s.iter, body=[ast.AugAssign(target=_n(count, True), op=ast.Add(), value=ast.Constant(1), lineno=line, col_offset=0), *bf], orelse=[], lineno=line, col_offset=0),
+                *push,
+                *of,
+            ]
+            bwd = [*ob, *pop, *self.loop_adjoint(count, [*bb, *self.reset([tname], line)], depth, line)]
+            return fwd, bwd
+        # An active iterable: materialise it as a list (with a pullback) and
+        # index it, so each element's cotangent lands in its slot.
+        seq, seqpb, idx, dseq = self.fresh("seq"), self.fresh("pbseq"), self.fresh("i"), self.fresh("dseq")
+        bf, bb = self.block(s.body, depth + 1, False)
+        self.adjoints.add(tname)
+        fwd = [
+            _assign(ast.Tuple(elts=[_n(seq, True), _n(seqpb, True)], ctx=ast.Store()), _call("_ad_rcall", _n("_ad_aslist"), s.iter), line),
+        ]
+        push1, pop1 = self.record(seq, depth, line)
+        push2, pop2 = self.record(seqpb, depth, line)
+        fwd += push1 + push2
+        fwd.append(
+            ast.For(
+                target=_n(tname, True),
+                iter=_n(seq),
+                body=bf or [ast.Pass()],
+                orelse=[],
+                lineno=line,
+                col_offset=0,
+            )
+        )
+        fwd += of
+        elem_ct = [
+            _assign(
+                ast.Subscript(value=_n(dseq), slice=_n(idx), ctx=ast.Store()),
+                _call("_ad_acc", ast.Subscript(value=_n(dseq), slice=_n(idx), ctx=ast.Load()), _n(d(tname))),
+                line,
+            ),
+            _assign(d(tname), _n(Z), line),
+        ]
+        loop = ast.For(
+            target=_n(idx, True),
+            iter=_call("reversed", _call("range", _call("len", _n(seq)))),
+            body=[*bb, *elem_ct],
+            orelse=[],
+            lineno=line,
+            col_offset=0,
+        )
+        after = [
+            _assign("_ad_c", ast.Call(func=_n(seqpb), args=[_n(dseq)], keywords=[]), line),
+        ]
+        if isinstance(s.iter, ast.Name) and s.iter.id in self.active:
+            after.append(self.accumulate(s.iter.id, ast.Subscript(value=_n("_ad_c"), slice=ast.Constant(1), ctx=ast.Load()), line))
+        bwd = [
+            *ob,
+            *pop2,
+            *pop1,
+            _assign(dseq, ast.BinOp(left=ast.List(elts=[_n(Z)], ctx=ast.Load()), op=ast.Mult(), right=_call("len", _n(seq))), line),
+            loop,
+            *after,
+        ]
+        return fwd, bwd
+
+    def is_active_block(self, body: list[ast.stmt]) -> bool:
+        return any(self.is_active(s) for s in body)
+
+    def while_(self, s: ast.While, depth: int, line: int) -> tuple[list, list]:
+        bf, bb = self.block(s.body, depth + 1, False)
+        of, ob = self.block(s.orelse, depth, False)
+        if not bb:
+            return [ast.While(test=s.test, body=bf or [ast.Pass()], orelse=[], lineno=line, col_offset=0), *of], ob
+        count = self.fresh("n")
+        push, pop = self.record(count, depth, line)
+        fwd = [
+            _assign(count, ast.Constant(0), line),
+            ast.While(test=s.test, body=[ast.AugAssign(target=_n(count, True), op=ast.Add(), value=ast.Constant(1), lineno=line, col_offset=0), *bf], orelse=[], lineno=line, col_offset=0),
+            *push,
+            *of,
+        ]
+        bwd = [*ob, *pop, *self.loop_adjoint(count, bb, depth, line)]
+        return fwd, bwd
+
+
+def generate(fn: ast.FunctionDef, active: set[str], freevars: tuple[str, ...], closure_active: bool, filename: str) -> ast.Module:
+    """The module AST defining ``_ad_factory`` for the ANF function ``fn``."""
+    gen = _Gen(active=active, filename=filename, fname=fn.name)
+    fwd_body, bwd_body = gen.block(fn.body, 0, True)
+    line = fn.lineno
+    params = param_names(fn)
+    # Adjoint entry: every adjoint starts at zero; stacks get their cursors.
+    init: list[ast.stmt] = []
+    adjoint_names = sorted(gen.adjoints | (set(params) & active) | (set(freevars) & active if closure_active else set()))
+    if adjoint_names:
+        init.append(ast.Assign(targets=[_n(d(a), True) for a in adjoint_names], value=_n(Z), lineno=line, col_offset=0))
+    for stack in gen.stacks:
+        init.append(_assign(stack[:-2] + "_i", _call("len", _n(stack)), line))
+    if closure_active and freevars:
+        df: ast.expr = _call("_ad_fn_tangent", ast.Tuple(elts=[ast.Constant(v) for v in freevars], ctx=ast.Load()), ast.Tuple(elts=[_n(d(v)) if v in active else _n(Z) for v in freevars], ctx=ast.Load()))
+    else:
+        df = _n("_ad_NoTangent")
+    result = ast.Tuple(elts=[df, *[_n(d(p)) if p in active else _n(Z) for p in params]], ctx=ast.Load())
+    back = ast.FunctionDef(
+        name="_ad_back",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg="_ad_dy")], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        body=[*init, *bwd_body, ast.Return(value=result, lineno=line, col_offset=0)],
+        decorator_list=[],
+        returns=None,
+        lineno=line,
+        col_offset=0,
+        **({"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}),
+    )
+    stacks_init = [_assign(stack, ast.List(elts=[], ctx=ast.Load()), line) for stack in gen.stacks]
+    fwd = ast.FunctionDef(
+        name="_ad_fwd",
+        args=fn.args,
+        body=[*stacks_init, back, *fwd_body],
+        decorator_list=[],
+        returns=None,
+        lineno=line,
+        col_offset=0,
+        **({"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}),
+    )
+    return fwd

@@ -1,0 +1,146 @@
+"""Pass 1, source: find a Python function's definition as an ``ast.FunctionDef``.
+
+Output form: a ``FunctionDef`` without decorators whose line numbers are the
+ones in the user's file; a lambda becomes ``def <lambda>(...): return body``.
+Several lambdas on one line are told apart by their arguments and, on Python
+3.11+, by the column positions recorded in the code object.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import textwrap
+import types
+from dataclasses import dataclass
+
+from ..errors import NoSourceError
+
+__all__ = ["FunctionSource", "get_source"]
+
+
+@dataclass(frozen=True)
+class FunctionSource:
+    """The parsed definition of a function, and where it came from."""
+
+    tree: ast.FunctionDef
+    filename: str
+    name: str
+
+
+def _no_source(code: types.CodeType, why: str) -> NoSourceError:
+    return NoSourceError(
+        f"cannot differentiate {code.co_name} ({code.co_filename}:{code.co_firstlineno}): "
+        f"{why}.\nTo fix: define it in a file (not exec/eval or the interactive prompt), "
+        "or register an rrule for it with rulescore."
+    )
+
+
+def get_source(fn: types.FunctionType) -> FunctionSource:
+    """Parse the definition of ``fn``; raises NoSourceError when there is none."""
+    code = fn.__code__
+    filename = code.co_filename
+    lines = linecache.getlines(filename, fn.__globals__)
+    if not lines:
+        raise _no_source(code, "its source is not available")
+    try:
+        block = inspect.getblock(lines[code.co_firstlineno - 1 :])
+    except (IndexError, SyntaxError) as e:
+        raise _no_source(code, f"its source could not be read ({e})") from e
+    raw = "".join(block)
+    text = textwrap.dedent(raw)
+    # Columns in the code object are relative to the file; dedenting shifted them.
+    shift = (len(raw) - len(raw.lstrip(" \t"))) - (len(text) - len(text.lstrip(" \t")))
+    tree, extra = _parse(text, code)
+    shift -= extra
+    ast.increment_lineno(tree, code.co_firstlineno - 1)
+    if code.co_name == "<lambda>":
+        node = _find_lambda(tree, code, shift)
+        fdef = ast.FunctionDef(
+            name="<lambda>",
+            args=node.args,
+            body=[ast.Return(value=node.body, lineno=node.lineno, col_offset=node.col_offset)],
+            decorator_list=[],
+            returns=None,
+            type_comment=None,
+            lineno=node.lineno,
+            col_offset=node.col_offset,
+            **({"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}),
+        )
+        ast.fix_missing_locations(fdef)
+        return FunctionSource(fdef, filename, "<lambda>")
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
+            if isinstance(node, ast.AsyncFunctionDef):
+                from ..errors import UnsupportedSyntaxError
+
+                raise UnsupportedSyntaxError(
+                    f"{filename}:{node.lineno}: cannot differentiate async function "
+                    f"{node.name!r}.\nTo fix: differentiate a plain def.",
+                    filename,
+                    node.lineno,
+                )
+            node.decorator_list = []
+            return FunctionSource(node, filename, node.name)
+    raise _no_source(code, "its definition was not found in the source")
+
+
+def _parse(text: str, code: types.CodeType) -> tuple[ast.Module, int]:
+    """The parsed block and how many characters were prepended to its first line."""
+    try:
+        return ast.parse(text), 0
+    except SyntaxError:
+        pass
+    # A lambda inside a larger expression: the block may be an unbalanced
+    # fragment. Try growing prefixes of the first logical lines.
+    lines = text.splitlines(keepends=True)
+    for n in range(len(lines), 0, -1):
+        chunk = "".join(lines[:n]).rstrip()
+        for candidate, extra in ((chunk, 0), (chunk.rstrip(",;:"), 0), ("(" + chunk + ")", 1)):
+            try:
+                return ast.parse(candidate), extra
+            except SyntaxError:
+                continue
+    raise _no_source(code, "its source could not be parsed on its own")
+
+
+def _find_lambda(tree: ast.AST, code: types.CodeType, shift: int) -> ast.Lambda:
+    argnames = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    lambdas = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Lambda) and n.lineno == code.co_firstlineno
+    ]
+    same_args = [
+        n
+        for n in lambdas
+        if tuple(a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs)
+        == argnames
+    ]
+    if len(same_args) == 1:
+        return same_args[0]
+    candidates = same_args or lambdas
+    positions = getattr(code, "co_positions", None)
+    if positions is not None and candidates:
+        cols = [
+            (line, col)
+            for line, _end, col, _endcol in positions()
+            if line is not None and col is not None and line >= code.co_firstlineno
+        ]
+        if cols:
+            line, col = min(cols)
+            first = (line, col - shift if line == code.co_firstlineno else col)
+            for n in candidates:
+                body = n.body
+                start = (body.lineno, body.col_offset)
+                end = (body.end_lineno, body.end_col_offset)
+                if start <= first < end:
+                    return n
+    if candidates:
+        if len(candidates) == 1:
+            return candidates[0]
+        raise _no_source(
+            code, "several lambdas on its line look the same; give it a name with def"
+        )
+    raise _no_source(code, "the lambda was not found in its source line")
