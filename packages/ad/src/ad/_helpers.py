@@ -11,6 +11,7 @@ them can send each element's cotangent back to its source.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import operator
 import sys
 from collections.abc import Callable
@@ -333,10 +334,12 @@ def _(config: Any, obj: Any, name: str) -> Any:
     np = _np()
     if np is not None and isinstance(obj, (np.ndarray, np.generic)):
         out = rrule(config, getattr, obj, name)
-        if out is None:
+        if out is not None:
+            return out
+        if isinstance(obj, np.ndarray):
             raise TypeError(f"no rule for reading attribute {name!r} of a numpy array")
-        y, pb = out
-        return y, pb
+    if isinstance(obj, numbers.Number) and name in ("real", "imag"):
+        return _number_part(obj, name)
     prop = _find_property(type(obj), name)
     if prop is not None and prop.fget is not None:
         y, pb = _runtime.rcall(prop.fget, obj)
@@ -353,6 +356,23 @@ def _(config: Any, obj: Any, name: str) -> Any:
         return (_NO, Tangent[cls]._from_backing({name: ȳ}), _NO)
 
     return value, getattr_pullback
+
+
+def _number_part(z: Any, name: str) -> Any:
+    """``z.real`` / ``z.imag``: with ∂z = ∂L/∂re + i ∂L/∂im."""
+    y = getattr(z, name)
+    is_complex = isinstance(z, complex) or getattr(getattr(z, "dtype", None), "kind", "") == "c"
+
+    def part_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        if isinstance(ȳ, AbstractZero):
+            return (_NO, ȳ, _NO)
+        r = ȳ.real
+        if name == "real":
+            return (_NO, complex(r) if is_complex else r, _NO)
+        return (_NO, 1j * r if is_complex else _Z, _NO)
+
+    return y, part_pullback
 
 
 def _find_property(cls: type, name: str) -> Any:

@@ -11,6 +11,7 @@ naming the function and the call site.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 import types
 from collections.abc import Callable
@@ -84,6 +85,9 @@ def tuple_ct(*cts: Any) -> Any:
 
 
 def kw_ct(kw: Any, name: str) -> Any:
+    """The cotangent of one keyword argument from a dict (or dict tangent) of them."""
+    if isinstance(kw, Tangent):
+        kw = kw._backing
     if isinstance(kw, dict):
         return kw.get(name, _Z)
     return _Z
@@ -206,6 +210,8 @@ def _fallback(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
         raise _no_rule(_fname(f), f)
     if isinstance(f, type):
         return _construct(f, args, kwargs)
+    if tf is functools.partial:
+        return _call_partial(f, args, kwargs)
     call = getattr(tf, "__call__", None)
     if isinstance(call, _FunctionType):  # a callable object: differentiate __call__
         return _call_bound(call, f, args, kwargs)
@@ -224,6 +230,33 @@ def _call_bound(func: Any, obj: Any, args: tuple, kwargs: dict | None) -> tuple[
         return cts[1:]
 
     return y, method_pullback
+
+
+def _call_partial(p: functools.partial, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
+    """Call a partial; its tangent holds the cotangents of its bound arguments."""
+    nb = len(p.args)
+    y, pb = rcall_kw(p.func, (*p.args, *args), {**p.keywords, **(kwargs or {})})
+    n = len(args)
+
+    def partial_pullback(ȳ: Any) -> tuple:
+        cts = pb(ȳ)
+        kw = cts[-1]
+        bound = cts[1 : 1 + nb]
+        fields = {}
+        if not isinstance(cts[0], AbstractZero):
+            fields["func"] = cts[0]
+        if any(not isinstance(c, AbstractZero) for c in bound):
+            fields["args"] = bound
+        bound_kw = {k: kw_ct(kw, k) for k in p.keywords}
+        if any(not isinstance(c, AbstractZero) for c in bound_kw.values()):
+            fields["keywords"] = bound_kw
+        df = Tangent[functools.partial]._from_backing(fields) if fields else _Z
+        out = (df, *cts[1 + nb : 1 + nb + n])
+        if kwargs is not None:
+            return (*out, {k: kw_ct(kw, k) for k in kwargs})
+        return out
+
+    return y, partial_pullback
 
 
 def _construct(cls: type, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:

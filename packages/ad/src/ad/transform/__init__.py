@@ -1,6 +1,6 @@
 """The source transform, as an ordered list of passes over the stdlib ``ast``.
 
-source -> fence -> anf -> activity -> reverse -> codegen, cached per code
+source -> fence -> desugar -> anf -> activity -> reverse -> codegen, cached per code
 object (and per whether the closure's captured variables are differentiated).
 Each pass is a module whose docstring states its output form.
 """
@@ -12,9 +12,12 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
-from .activity import active_names, param_names
+import builtins
+
+from .activity import NONDIFF_BUILTINS, active_names, loaded_names, param_names
 from .anf import normalize
 from .codegen import compile_primal, factory_module
+from .desugar import desugar
 from .fence import check_supported
 from .reverse import generate
 from .source import get_source
@@ -71,12 +74,27 @@ def transformed(f: types.FunctionType, closure_active: bool) -> Transformed:
 def _pipeline(f: types.FunctionType, closure_active: bool) -> tuple[ast.FunctionDef, ast.FunctionDef, str]:
     src = get_source(f)
     tree = check_supported(src.tree, src.filename)
-    anf = normalize(tree, src.filename)
+    anf = normalize(desugar(tree), src.filename)
     freevars = f.__code__.co_freevars
     seeds = set(param_names(anf)) | (set(freevars) if closure_active else set())
-    active = active_names(anf, seeds)
-    fwd = generate(anf, active, freevars, closure_active, src.filename)
+    plain = _plain_builtins(f, anf)
+    active = active_names(anf, seeds, plain)
+    fwd = generate(anf, active, freevars, closure_active, src.filename, plain)
     return anf, fwd, src.filename
+
+
+def _plain_builtins(f: types.FunctionType, anf: ast.FunctionDef) -> frozenset[str]:
+    """Names in ``anf`` that resolve to non-differentiable builtins (not shadowed)."""
+    assigned = {n.id for n in ast.walk(anf) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    assigned |= set(param_names(anf)) | set(f.__code__.co_freevars)
+    out = set()
+    for name in NONDIFF_BUILTINS & loaded_names(anf):
+        if name in assigned:
+            continue
+        value = f.__globals__.get(name, getattr(builtins, name, None))
+        if value is getattr(builtins, name, None):
+            out.add(name)
+    return frozenset(out)
 
 
 def _build(f: types.FunctionType, closure_active: bool) -> Transformed:

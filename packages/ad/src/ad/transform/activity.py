@@ -12,7 +12,25 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["active_names", "loaded_names", "param_names"]
+__all__ = ["active_names", "loaded_names", "param_names", "value_is_active"]
+
+#: Builtins whose results never carry a derivative; a call of one (when the
+#: name really is the builtin) runs as plain Python and its result is inactive.
+NONDIFF_BUILTINS = frozenset(
+    ["range", "len", "isinstance", "issubclass", "type", "id", "bool", "str", "repr", "hash",
+     "print", "int", "callable", "hasattr", "ord", "chr", "format"]
+)
+
+
+def value_is_active(value: ast.expr, active: set[str], plain_funcs: frozenset[str]) -> bool:
+    """Whether an ANF right-hand side can carry a derivative."""
+    if isinstance(value, (ast.Compare, ast.JoinedStr, ast.Constant)):
+        return False
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
+        return False
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in plain_funcs:
+        return False
+    return bool(loaded_names(value) & active)
 
 
 def param_names(fn: ast.FunctionDef) -> list[str]:
@@ -45,7 +63,7 @@ def _walk_stmts(body: list[ast.stmt]):
                 yield from _walk_stmts(inner)
 
 
-def active_names(fn: ast.FunctionDef, seeds: set[str]) -> set[str]:
+def active_names(fn: ast.FunctionDef, seeds: set[str], plain_funcs: frozenset[str] = frozenset()) -> set[str]:
     """The names that may carry a derivative, starting from ``seeds``."""
     active = set(seeds)
     changed = True
@@ -53,12 +71,7 @@ def active_names(fn: ast.FunctionDef, seeds: set[str]) -> set[str]:
         changed = False
         for s in _walk_stmts(fn.body):
             if isinstance(s, ast.Assign):
-                value = s.value
-                if isinstance(value, (ast.Compare, ast.JoinedStr, ast.Constant)) or (
-                    isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)
-                ):
-                    continue  # no derivative flows through these values
-                if loaded_names(value) & active:
+                if value_is_active(s.value, active, plain_funcs):
                     for name in _targets(s.targets[0]):
                         if name not in active:
                             active.add(name)

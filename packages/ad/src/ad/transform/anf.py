@@ -385,6 +385,15 @@ class _Normalizer:
             raise self.error(s, f"{type(s).__name__} statements are not supported")
 
 
+def _always_returns(body: list[ast.stmt]) -> bool:
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, ast.Return):
+        return True
+    return isinstance(last, ast.If) and _always_returns(last.body) and _always_returns(last.orelse)
+
+
 def _is_append(e: ast.expr) -> bool:
     return (
         isinstance(e, ast.Call)
@@ -417,7 +426,7 @@ def normalize(tree: ast.FunctionDef, filename: str) -> ast.FunctionDef:
     norm = _Normalizer(filename, tree.name)
     norm.lineno = tree.lineno
     body = norm.stmts(tree.body)
-    if not body or not isinstance(body[-1], ast.Return):
+    if not _always_returns(body):
         body.append(ast.Return(value=ast.Constant(None), lineno=norm.lineno, col_offset=0))
     tree.body = body
     return tree

@@ -21,11 +21,13 @@ import ast
 from dataclasses import dataclass, field
 
 from ..errors import UnsupportedSyntaxError
-from .activity import loaded_names, param_names
+from .anf import BINOPS
+from .activity import loaded_names, param_names, value_is_active
 
 __all__ = ["generate"]
 
 Z = "_ad_Z"
+_BINOP_NODES = {v: k for k, v in BINOPS.items()}
 
 
 def _n(id_: str, store: bool = False) -> ast.Name:
@@ -65,6 +67,7 @@ class _Gen:
     active: set[str]
     filename: str
     fname: str
+    plain_funcs: frozenset[str] = frozenset()
     counter: int = 0
     stacks: list[str] = field(default_factory=list)
     adjoints: set[str] = field(default_factory=set)
@@ -157,8 +160,8 @@ class _Gen:
             return self.while_(s, depth, line)
         if isinstance(s, ast.FunctionDef):
             return [s], self.closure_adjoint(s.name, s, line)
-        if isinstance(s, (ast.Break, ast.Continue)):
-            raise self.error(s, f"`{type(s).__name__.lower()}` is not supported yet in differentiated loops")
+        if isinstance(s, ast.Continue):
+            raise self.error(s, "internal: `continue` should have been desugared")
         return [s], []
 
     def ret(self, s: ast.Return, line: int) -> tuple[list, list]:
@@ -172,10 +175,8 @@ class _Gen:
         target = s.targets[0]
         value = s.value
         tnames = _names_in_target(target)
-        if not self.is_active(value) or isinstance(value, (ast.Compare, ast.JoinedStr, ast.Constant)) or (
-            isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)
-        ):
-            return [s], self.reset(tnames, line)
+        if not value_is_active(value, self.active, self.plain_funcs):
+            return [_plain(s)], self.reset(tnames, line)
         if isinstance(value, ast.Lambda):
             return [s], self.closure_adjoint(tnames[0], value, line)
         if isinstance(value, ast.Name):  # copy
@@ -372,9 +373,28 @@ class _Gen:
         return fwd, bwd
 
 
-def generate(fn: ast.FunctionDef, active: set[str], freevars: tuple[str, ...], closure_active: bool, filename: str) -> ast.Module:
+def _plain(s: ast.Assign) -> ast.Assign:
+    """An inactive statement as ordinary syntax: helper calls back to operators."""
+    v = s.value
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and not v.keywords:
+        name, args = v.func.id, v.args
+        new: ast.expr | None = None
+        if name.startswith("_ad_op_") and len(args) == 2 and name != "_ad_op_getitem":
+            op = _BINOP_NODES.get(name[7:])
+            if op is not None:
+                new = ast.BinOp(left=args[0], op=op(), right=args[1])
+        elif name == "_ad_op_getitem" and len(args) == 2:
+            new = ast.Subscript(value=args[0], slice=args[1], ctx=ast.Load())
+        elif name == "_ad_getattr" and len(args) == 2 and isinstance(args[1], ast.Constant):
+            new = ast.Attribute(value=args[0], attr=args[1].value, ctx=ast.Load())
+        if new is not None:
+            return ast.Assign(targets=s.targets, value=new, lineno=s.lineno, col_offset=0)
+    return s
+
+
+def generate(fn: ast.FunctionDef, active: set[str], freevars: tuple[str, ...], closure_active: bool, filename: str, plain_funcs: frozenset[str] = frozenset()) -> ast.Module:
     """The module AST defining ``_ad_factory`` for the ANF function ``fn``."""
-    gen = _Gen(active=active, filename=filename, fname=fn.name)
+    gen = _Gen(active=active, filename=filename, fname=fn.name, plain_funcs=plain_funcs)
     fwd_body, bwd_body = gen.block(fn.body, 0, True)
     line = fn.lineno
     params = param_names(fn)

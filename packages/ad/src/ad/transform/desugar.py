@@ -1,0 +1,172 @@
+"""Pass 3a, desugar: remove early ``return``, ``continue`` and mid-body ``break``.
+
+Output form (a new tree): returns appear only as the function's last
+statement or at the end of the branches of a final ``if``; ``continue`` is
+gone; ``break`` appears only as ``if <flags>: break``, the last statement of a
+loop body. What ran is recorded in plain boolean flags (``_ad_done``,
+``_ad_brkN``, ``_ad_cntN``) and the statements after a possible exit are
+guarded by ``if not <flags>:`` — so every statement the adjoint replays was
+really executed, and the adjoint's control flow mirrors the primal's.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass
+
+__all__ = ["desugar"]
+
+_RET, _DONE, _RETV = "ret", "_ad_done", "_ad_retv"
+
+
+@dataclass
+class _Loop:
+    brk: str
+    cnt: str
+    used_brk: bool = False
+    used_cnt: bool = False
+
+
+def _name(id_: str, store: bool = False) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Store() if store else ast.Load())
+
+
+def _set(flag: str, value: bool, line: int) -> ast.Assign:
+    return ast.Assign(targets=[_name(flag, True)], value=ast.Constant(value), lineno=line, col_offset=0)
+
+
+def _any(flags: list[str]) -> ast.expr:
+    if len(flags) == 1:
+        return _name(flags[0])
+    return ast.BoolOp(op=ast.Or(), values=[_name(f) for f in flags])
+
+
+def _tail_returns_only(body: list[ast.stmt]) -> bool:
+    """True when every return is in tail position (last stmt, or ends of a final if)."""
+    for i, s in enumerate(body):
+        last = i == len(body) - 1
+        for node in ast.walk(s):
+            if isinstance(node, (ast.FunctionDef, ast.Lambda)) and node is not s:
+                continue
+        if isinstance(s, ast.Return):
+            if not last:
+                return False
+        elif isinstance(s, ast.If) and last:
+            if not (_tail_returns_only(s.body) and _tail_returns_only(s.orelse)):
+                return False
+        elif _has(s, ast.Return):
+            return False
+    return True
+
+
+def _has(node: ast.AST, kind: type) -> bool:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, kind):
+            return True
+        for child in ast.iter_child_nodes(n):
+            if not isinstance(child, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
+                stack.append(child)
+    return False
+
+
+class _Desugar:
+    def __init__(self, convert_returns: bool) -> None:
+        self.convert_returns = convert_returns
+        self.loops: list[_Loop] = []
+        self.counter = 0
+
+    def block(self, stmts: list[ast.stmt]) -> tuple[list[ast.stmt], set[str]]:
+        """Rewrite a block; return it and the exits it may take ('ret', flags)."""
+        out: list[ast.stmt] = []
+        for i, s in enumerate(stmts):
+            new, exits = self.stmt(s)
+            out.extend(new)
+            if exits:
+                rest = stmts[i + 1 :]
+                if "!" in exits:  # unconditional exit: the rest is dead code
+                    return out, exits - {"!"}
+                if rest:
+                    rest_out, rest_exits = self.block(rest)
+                    if rest_out:
+                        line = getattr(rest[0], "lineno", 0)
+                        test = ast.UnaryOp(op=ast.Not(), operand=_any(sorted(self.flags(exits))))
+                        out.append(ast.If(test=test, body=rest_out, orelse=[], lineno=line, col_offset=0))
+                    exits = exits | rest_exits
+                return out, exits
+        return out, set()
+
+    def flags(self, exits: set[str]) -> set[str]:
+        return {(_DONE if e == _RET else e) for e in exits}
+
+    def stmt(self, s: ast.stmt) -> tuple[list[ast.stmt], set[str]]:
+        line = getattr(s, "lineno", 0)
+        if isinstance(s, ast.Return) and self.convert_returns:
+            value = s.value if s.value is not None else ast.Constant(None)
+            assign = ast.Assign(targets=[_name(_RETV, True)], value=value, lineno=line, col_offset=0)
+            return [assign, _set(_DONE, True, line)], {_RET, "!"}
+        if isinstance(s, ast.Break):
+            loop = self.loops[-1]
+            loop.used_brk = True
+            return [_set(loop.brk, True, line)], {loop.brk, "!"}
+        if isinstance(s, ast.Continue):
+            loop = self.loops[-1]
+            loop.used_cnt = True
+            return [_set(loop.cnt, True, line)], {loop.cnt, "!"}
+        if isinstance(s, ast.If):
+            body, e1 = self.block(s.body)
+            orelse, e2 = self.block(s.orelse)
+            new = ast.If(test=s.test, body=body or [ast.Pass()], orelse=orelse, lineno=line, col_offset=0)
+            exits = e1 | e2
+            return [new], exits
+        if isinstance(s, (ast.For, ast.While)):
+            return self.loop(s, line)
+        return [s], set()
+
+    def loop(self, s: ast.For | ast.While, line: int) -> tuple[list[ast.stmt], set[str]]:
+        self.counter += 1
+        loop = _Loop(brk=f"_ad_brk{self.counter}", cnt=f"_ad_cnt{self.counter}")
+        self.loops.append(loop)
+        body, exits = self.block(s.body)
+        self.loops.pop()
+        ret = _RET in exits
+        pre: list[ast.stmt] = []
+        if loop.used_cnt:
+            body = [_set(loop.cnt, False, line), *body]
+        stop = ([loop.brk] if loop.used_brk else []) + ([_DONE] if ret else [])
+        if stop:
+            body.append(ast.If(test=_any(stop), body=[ast.Break(lineno=line, col_offset=0)], orelse=[], lineno=line, col_offset=0))
+        if loop.used_brk:
+            pre.append(_set(loop.brk, False, line))
+        orelse, else_exits = self.block(s.orelse)
+        new = copy.copy(s)
+        new.body = body or [ast.Pass()]
+        new.orelse = []
+        out = [*pre, new]
+        if orelse:
+            if stop:
+                test = ast.UnaryOp(op=ast.Not(), operand=_any(stop))
+                out.append(ast.If(test=test, body=orelse, orelse=[], lineno=line, col_offset=0))
+            else:
+                out.extend(orelse)
+        return out, ({_RET} if ret else set()) | else_exits
+
+
+def desugar(fn: ast.FunctionDef) -> ast.FunctionDef:
+    """Return a copy of ``fn`` without early returns, ``continue`` or mid-body ``break``."""
+    fn = copy.deepcopy(fn)
+    convert = not _tail_returns_only(fn.body)
+    d = _Desugar(convert)
+    body, _exits = d.block(fn.body)
+    line = fn.lineno
+    if convert:
+        body = [
+            ast.Assign(targets=[_name(_RETV, True)], value=ast.Constant(None), lineno=line, col_offset=0),
+            _set(_DONE, False, line),
+            *body,
+            ast.Return(value=_name(_RETV), lineno=line, col_offset=0),
+        ]
+    fn.body = body
+    return fn

@@ -1,0 +1,168 @@
+"""ad.gradient on straight-line code: the seed examples, calls and numerics."""
+
+import cmath
+import functools
+import math
+
+import numpy as np
+import pytest
+
+import ad
+
+
+def test_polynomial_at_an_int():
+    assert ad.gradient(lambda x: 3 * x**2 + 2 * x + 1, 5) == (32,)
+
+
+def test_product_of_two_arguments():
+    assert ad.gradient(lambda a, b: a * b, 2, 3) == (3, 2)
+
+
+def test_matrix_vector_sum():
+    rng = np.random.default_rng(0)
+    W = rng.normal(size=(3, 4))
+    x = rng.normal(size=4)
+    (g,) = ad.gradient(lambda W: np.sum(W @ x), W)
+    np.testing.assert_allclose(g, np.outer(np.ones(3), x))
+
+
+def test_math_expression_against_hand_derivative():
+    def f(x, y):
+        z = x * y
+        return math.sin(z) + x / y - math.exp(-x)
+
+    x, y = 0.7, 1.3
+    gx, gy = ad.gradient(f, x, y)
+    assert gx == pytest.approx(y * math.cos(x * y) + 1 / y + math.exp(-x))
+    assert gy == pytest.approx(x * math.cos(x * y) - x / y**2)
+
+
+@pytest.mark.parametrize(
+    "f, args",
+    [
+        (lambda x: math.tanh(x) * math.log1p(x * x), (0.4,)),
+        (lambda x, y: math.atan2(y, x) + math.hypot(x, y), (0.3, -1.2)),
+        (lambda x: (x - 1) ** 3 / (x + 2), (1.5,)),
+        (lambda x: -x + (+x) * abs(x) % 7, (2.3,)),
+        (lambda x: np.sum(np.sin(x) ** 2 * np.exp(x)), (np.linspace(0, 1, 5),)),
+        (lambda A, b: np.sum((A @ b - 1.0) ** 2), (np.eye(3) + 0.1, np.arange(3.0))),
+        (lambda x: np.mean(x.T @ x) + x.sum() + x[1, 2], (np.arange(6.0).reshape(2, 3) / 5,)),
+    ],
+)
+def test_against_finite_differences(check_grad, f, args):
+    check_grad(f, *args)
+
+
+def test_calls_into_user_functions_and_defaults(check_grad):
+    def square(v):
+        return v * v
+
+    def poly(x, a=2.0, *, b=3.0):
+        return a * square(x) + b * x
+
+    def f(x):
+        return poly(x) + poly(x, 1.0, b=-1.0) + poly(a=0.5, x=x)
+
+    (g,) = check_grad(f, 1.5)
+    assert g == pytest.approx((4 * 1.5 + 3) + (2 * 1.5 - 1) + (1.5 + 3))
+
+
+def test_keyword_argument_derivatives_flow_into_user_functions():
+    def scaled(x, *, scale):
+        return x * scale
+
+    assert ad.gradient(lambda x, s: scaled(x, scale=s), 2.0, 3.0) == (3.0, 2.0)
+
+
+def test_varargs_and_kwargs():
+    def total(*xs, **weights):
+        out = 0.0
+        for x in xs:
+            out = out + x
+        return out * weights["w"]
+
+    assert ad.gradient(lambda a, b, w: total(a, b, w=w), 1.0, 2.0, 3.0) == (3.0, 3.0, 3.0)
+
+
+class Linear:
+    def __init__(self, W, b):
+        self.W = W
+        self.b = b
+
+    def __call__(self, x):
+        return self.W @ x + self.b
+
+    def loss(self, x):
+        return np.sum(self(x) ** 2)
+
+
+def test_methods_bound_unbound_and_callable_objects():
+    W, b, x = np.eye(2) * 2.0, np.array([0.5, -1.0]), np.array([1.0, 3.0])
+    m = Linear(W, b)
+    r = W @ x + b
+    (gx,) = ad.gradient(lambda x: m.loss(x), x)
+    np.testing.assert_allclose(gx, 2 * W.T @ r)
+    (gx2,) = ad.gradient(lambda x: Linear.loss(m, x), x)
+    np.testing.assert_allclose(gx2, gx)
+    (gm,) = ad.gradient(lambda m: np.sum(m(x)), m)
+    np.testing.assert_allclose(gm.W, np.outer(np.ones(2), x))
+    np.testing.assert_allclose(gm.b, np.ones(2))
+
+
+def test_functools_partial():
+    def f(a, x):
+        return a * x * x
+
+    p = functools.partial(f, 3.0)
+    assert ad.gradient(lambda x: p(x), 2.0) == (12.0,)
+
+
+def test_nested_def_and_closure_over_argument():
+    def f(x):
+        def g(y):
+            return x * y
+
+        return g(3.0) + g(x)
+
+    assert ad.gradient(f, 2.0) == (3.0 + 2 * 2.0,)
+
+
+def test_closure_tangent_through_internal_pullback():
+    a = 2.0
+    f = lambda x: x * a  # noqa: E731
+    y, back = ad._pullback(f, 3.0)
+    df, dx = back(1.0)
+    assert y == 6.0 and dx == 2.0
+    assert df.a == 3.0
+
+
+def test_complex_abs_squared():
+    assert ad.gradient(lambda c: abs(c) ** 2, 1 + 2j) == (2 + 4j,)
+
+
+def test_holomorphic_log_real_part():
+    (g,) = ad.gradient(lambda z: cmath.log(z).real, 1 + 2j)
+    assert g.conjugate() == pytest.approx(0.2 - 0.4j)
+
+
+def test_array_output_pullback_with_seed():
+    x = np.array([1.0, 2.0, 3.0])
+    y, back = ad.pullback(lambda x: x**2, x)
+    np.testing.assert_allclose(y, x**2)
+    (g,) = back(np.array([1.0, 0.0, 2.0]))
+    np.testing.assert_allclose(g, [2.0, 0.0, 12.0])
+
+
+def test_gradient_of_builtin_with_a_rule():
+    assert ad.gradient(math.sin, 0.0) == (1.0,)
+    assert ad.gradient(abs, -2.0) == (-1.0,)
+
+
+def test_no_gradient_is_none():
+    assert ad.gradient(lambda x, y: x * 2.0, 1.0, 5.0) == (2.0, None)
+
+
+def test_float32_stays_float32():
+    x = np.ones(3, dtype=np.float32)
+    (g,) = ad.gradient(lambda x: np.sum(x * x), x)
+    assert g.dtype == np.float32

@@ -1,0 +1,154 @@
+"""Gradients through tuples, lists, dicts, dataclasses, objects and namedtuples."""
+
+import math
+from collections import namedtuple
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from rulescore import Tangent
+
+import ad
+
+
+@dataclass
+class Point:
+    x: float
+    y: float
+
+
+def dist(p):
+    return math.sqrt(p.x**2 + p.y**2)
+
+
+def test_dataclass_gradient_is_a_tangent():
+    (g,) = ad.gradient(dist, Point(3.0, 4.0))
+    assert isinstance(g, Tangent) and type(g).primal_type is Point
+    assert g.x == pytest.approx(0.6) and g.y == pytest.approx(0.8)
+
+
+def test_building_a_dataclass_inside():
+    def f(a, b):
+        p = Point(a, y=b)
+        return dist(p)
+
+    ga, gb = ad.gradient(f, 3.0, 4.0)
+    assert (ga, gb) == (pytest.approx(0.6), pytest.approx(0.8))
+
+
+class Params:
+    def __init__(self, w, b):
+        self.w = w
+        self.b = b
+
+
+def test_plain_object_attributes():
+    def f(p, x):
+        return p.w * x + p.b
+
+    gp, gx = ad.gradient(f, Params(2.0, 1.0), 3.0)
+    assert gp.w == 3.0 and gp.b == 1.0 and gx == 2.0
+
+
+def test_attribute_write_on_a_local_object():
+    def f(x):
+        p = Params(0.0, 0.0)
+        p.w = x * 2.0
+        p.b = x
+        return p.w * p.b
+
+    assert ad.gradient(f, 3.0) == (pytest.approx(12.0),)
+
+
+Pair = namedtuple("Pair", "a b")
+
+
+def test_namedtuple_fields_and_construction():
+    def f(p):
+        q = Pair(p.a * 2.0, p.b)
+        return q.a * q.b
+
+    (g,) = ad.gradient(f, Pair(1.5, 4.0))
+    assert g.a == 8.0 and g.b == 3.0
+
+
+def test_tuple_argument_and_unpacking():
+    def f(t):
+        a, b = t
+        return a * b + t[0]
+
+    assert ad.gradient(f, (2.0, 5.0)) == ((6.0, 2.0),)
+
+
+def test_nested_unpacking_and_starred():
+    def f(xs):
+        first, (second, third), *rest = xs
+        return first * second * third + sum(rest)
+
+    (g,) = ad.gradient(f, [2.0, (3.0, 4.0), 5.0, 6.0])
+    assert g == [12.0, (8.0, 6.0), 1.0, 1.0]
+
+
+def test_list_of_arrays_argument():
+    xs = [np.array([1.0, 2.0]), np.array([3.0, 4.0])]
+    (g,) = ad.gradient(lambda xs: np.sum(xs[0] * xs[1]), xs)
+    np.testing.assert_allclose(g[0], xs[1])
+    np.testing.assert_allclose(g[1], xs[0])
+
+
+def test_dict_read_and_write():
+    def f(x):
+        d = {}
+        d["x"] = x
+        return d["x"] * d["x"]
+
+    assert ad.gradient(f, 5.0) == (10.0,)
+
+
+def test_dict_argument_gradient_is_a_dict():
+    (g,) = ad.gradient(lambda d: d["a"] * 2.0 + d["b"] ** 2, {"a": 1.0, "b": 3.0, "c": 9.0})
+    assert g == {"a": 2.0, "b": 6.0}
+
+
+def test_overwritten_dict_entry_gets_no_gradient():
+    def f(x, y):
+        d = {"v": x}
+        d["v"] = y
+        return d["v"] * 3.0
+
+    assert ad.gradient(f, 1.0, 2.0) == (None, 3.0)
+
+
+def test_list_append_and_display():
+    def f(x):
+        out = [x, 2.0 * x]
+        out.append(x * x)
+        return out[0] + out[1] + out[2]
+
+    assert ad.gradient(f, 3.0) == (1.0 + 2.0 + 6.0,)
+
+
+def test_non_differentiable_arguments_are_none():
+    def f(x, i, name, nothing, flag):
+        return x[i] * len(name) if flag and nothing is None else 0.0
+
+    g = ad.gradient(f, np.array([1.0, 2.0, 3.0]), 1, "abc", None, True)
+    np.testing.assert_allclose(g[0], [0.0, 3.0, 0.0])
+    assert g[1:] == (None, None, None, None)
+
+
+def test_withgradient_tuple_aux():
+    res = ad.withgradient(lambda x: (x * x, {"aux": x + 1.0}), 3.0)
+    assert res.val == (9.0, {"aux": 4.0}) and res.grad == (6.0,)
+
+
+def test_withgradient_dict_first_value():
+    res = ad.withgradient(lambda x, y: {"div": x / y, "mul": x * y}, 3.0, 4.0)
+    assert res.val == {"div": 0.75, "mul": 12.0}
+    assert res.grad == (0.25, -0.1875)
+
+
+def test_pullback_with_tuple_output():
+    y, back = ad.pullback(lambda x: (x * 2.0, x * x), 3.0)
+    assert y == (6.0, 9.0)
+    assert back((1.0, 1.0)) == (8.0,)
