@@ -8,7 +8,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from rulescore import AbstractZero, Tangent, ZeroTangent, unthunk
+from rulescore import AbstractZero, NotImplementedTangent, Tangent, ZeroTangent, unthunk
 
 from ._runtime import call_function, rcall
 from .errors import NonScalarOutputError
@@ -40,6 +40,8 @@ def to_user(ct: Any) -> Any:
     ct = unthunk(ct)
     if isinstance(ct, AbstractZero):
         return None
+    if isinstance(ct, NotImplementedTangent):
+        ct._fail()
     if isinstance(ct, Tangent):
         b = ct._backing
         kind = type(ct)._kind

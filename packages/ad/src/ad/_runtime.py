@@ -165,7 +165,36 @@ def _checked(out: Any, f: Any, args: tuple) -> tuple[Any, Callable]:
         raise CotangentShapeError(
             f"the rrule for {_fname(f)} returned {type(out).__name__}, not (value, pullback)"
         )
+    np = sys.modules.get("numpy")
+    if np is not None:
+        nd = np.ndarray
+        for a in args:
+            if type(a) is nd:
+                return out[0], _shape_checked(out[1], f, args)
     return out
+
+
+def _shape_checked(pb: Callable, f: Any, args: tuple) -> Callable:
+    """Wrap a rule's pullback so a cotangent of the wrong shape names the rule."""
+    shapes = [getattr(a, "shape", None) if hasattr(a, "dtype") else None for a in args]
+    site = call_site()
+
+    def shape_checked_pullback(ȳ: Any) -> tuple:
+        cts = pb(ȳ)
+        if type(cts) is tuple and len(cts) == len(args) + 1:
+            for i, (shape, c) in enumerate(zip(shapes, cts[1:])):
+                if shape is not None and not isinstance(c, (AbstractZero, AbstractThunk)):
+                    got = getattr(c, "shape", ())
+                    if got != shape:
+                        raise CotangentShapeError(
+                            f"the pullback of {_fname(f)} (called at {site}) returned a cotangent "
+                            f"of shape {got} for argument {i + 1}, whose shape is {shape}.\n"
+                            "To fix: the rule must reduce broadcast dimensions (unbroadcast) "
+                            "and project with rulescore.ProjectTo."
+                        )
+        return cts
+
+    return shape_checked_pullback
 
 
 def _with_kw_cotangents(pb: Callable, f: Any, kwargs: dict) -> Callable:

@@ -1,0 +1,136 @@
+"""Bad input gets a clear error naming the function, file and line."""
+
+import math
+import re
+
+import numpy as np
+import pytest
+from rulescore import NoTangent, rrule
+
+import ad
+
+HERE = re.escape(__file__)
+
+
+def test_no_rule_and_no_source_names_function_and_call_site():
+    def f(x):
+        return np.linalg.eig(x)[0].real.sum()
+
+    with pytest.raises(ad.NoRuleError, match=rf"numpy.linalg.eig.*called at {HERE}:\d+"):
+        ad.gradient(f, np.eye(2))
+
+
+def test_exec_defined_function_has_no_source():
+    ns: dict = {}
+    exec("def g(x):\n    return x * 2\n", ns)
+    with pytest.raises(ad.NoSourceError, match=r"(?s)cannot differentiate g.*rrule"):
+        ad.gradient(ns["g"], 1.0)
+
+
+def test_gradient_of_non_scalar_output():
+    with pytest.raises(ad.NonScalarOutputError, match=r"(?s)shape \(3,\).*np.sum.*jacobian"):
+        ad.gradient(lambda x: x * 2.0, np.ones(3))
+    with pytest.raises(ad.NonScalarOutputError, match="real part"):
+        ad.gradient(lambda z: z * z, 1 + 1j)
+    with pytest.raises(TypeError):  # also a TypeError for callers that catch that
+        ad.gradient(lambda x: "text", 1.0)
+
+
+def mystery(x):
+    return x * 3.0
+
+
+def wrong_shape(x):
+    return np.sum(x)
+
+
+@rrule.register(mystery)
+def _(x):
+    def mystery_pullback(ȳ):
+        return (NoTangent(),)  # forgot ∂x
+
+    return mystery(x), mystery_pullback
+
+
+@rrule.register(wrong_shape)
+def _(x):
+    def wrong_shape_pullback(ȳ):
+        return NoTangent(), np.ones(x.size + 1) * ȳ
+
+    return wrong_shape(x), wrong_shape_pullback
+
+
+def test_rule_with_wrong_number_of_cotangents_is_named():
+    with pytest.raises(ad.CotangentShapeError, match=rf"pullback of .*mystery.*{HERE}:\d+.*returned 1"):
+        ad.gradient(lambda x: mystery(x) + 1.0, 2.0)
+
+
+def test_rule_with_wrong_cotangent_shape_is_named():
+    with pytest.raises(ad.CotangentShapeError, match=r"(?s)wrong_shape.*shape \(4,\).*shape is \(3,\)"):
+        ad.gradient(lambda x: wrong_shape(x), np.ones(3))
+
+
+def gen(x):
+    yield x
+
+
+def uses_global(x):
+    global COUNTER
+    COUNTER = x
+    return x
+
+
+def uses_try(x):
+    try:
+        return math.log(x)
+    except ValueError:
+        return 0.0
+
+
+@pytest.mark.parametrize(
+    "f, what",
+    [(gen, "yield"), (uses_global, "global"), (uses_try, "try")],
+)
+def test_unsupported_syntax_names_file_and_line(f, what):
+    with pytest.raises(ad.UnsupportedSyntaxError, match=rf"{HERE}:\d+: in {f.__name__}: `{what}`"):
+        ad.gradient(lambda x: f(x), 1.0)
+
+
+async def coroutine(x):
+    return x
+
+
+def test_async_function_is_rejected():
+    with pytest.raises(ad.UnsupportedSyntaxError, match="async"):
+        ad.gradient(lambda x: coroutine(x), 1.0)
+
+
+def test_inplace_array_mutation_is_a_clear_error():
+    def f(x):
+        y = x * 2.0
+        y[0] = 0.0
+        return np.sum(y * x)
+
+    with pytest.raises(ad.MutationError, match=rf"(?s)numpy array \(at {HERE}:\d+\).*ad.Buffer"):
+        ad.gradient(f, np.ones(3))
+
+
+def test_loop_over_a_generator_is_a_clear_error():
+    def f(x):
+        total = 0.0
+        for v in (x * i for i in range(3)):
+            total = total + v
+        return total
+
+    # Generator expressions are materialised by the transform, so this works:
+    assert ad.gradient(f, 1.0) == (3.0,)
+
+
+def test_keyword_argument_to_a_rule_raises_only_if_its_derivative_is_needed():
+    def f(x, lo):
+        return np.sum(np.clip(x, a_min=lo, a_max=None))
+
+    with pytest.raises(NotImplementedError, match="keyword argument 'a_min'"):
+        ad.gradient(f, np.array([0.5, 2.0]), 1.0)
+    (g,) = ad.gradient(lambda x: np.sum(np.clip(x, a_min=1.0, a_max=None)), np.array([0.5, 2.0]))
+    np.testing.assert_allclose(g, [0.0, 1.0])
