@@ -8,16 +8,20 @@ def _numgrad(f, args, i, h=1e-6):
     """Central-difference gradient of real-valued f with respect to args[i]."""
     x = args[i]
     if isinstance(x, (int, float)) and not isinstance(x, bool):
+
         def at(v):
             a = list(args)
             a[i] = v
             return f(*a)
+
         return (at(x + h) - at(x - h)) / (2 * h)
     if isinstance(x, complex):
+
         def at(v):
             a = list(args)
             a[i] = v
             return f(*a)
+
         re = (at(x + h) - at(x - h)) / (2 * h)
         im = (at(x + 1j * h) - at(x - 1j * h)) / (2 * h)
         return re + 1j * im

@@ -101,7 +101,7 @@ def test_zip_enumerate_reversed_and_dict_items():
             total = total + i * a * b
         for v in reversed(xs):
             total = total + v
-        for k, v in d.items():
+        for _k, v in d.items():
             total = total + v * v
         return total
 

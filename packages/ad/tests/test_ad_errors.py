@@ -5,9 +5,9 @@ import re
 
 import numpy as np
 import pytest
-from rulescore import NoTangent, rrule
 
 import ad
+from rulescore import NoTangent, rrule
 
 HERE = re.escape(__file__)
 
@@ -28,7 +28,7 @@ def test_exec_defined_function_has_no_source():
 
 
 def test_gradient_of_non_scalar_output():
-    with pytest.raises(ad.NonScalarOutputError, match=r"(?s)shape \(3,\).*np.sum.*jacobian"):
+    with pytest.raises(ad.NonScalarOutputError, match=r"(?s)shape \(3,\).*np.sum.*ad.pullback"):
         ad.gradient(lambda x: x * 2.0, np.ones(3))
     with pytest.raises(ad.NonScalarOutputError, match="real part"):
         ad.gradient(lambda z: z * z, 1 + 1j)
@@ -61,12 +61,16 @@ def _(x):
 
 
 def test_rule_with_wrong_number_of_cotangents_is_named():
-    with pytest.raises(ad.CotangentShapeError, match=rf"pullback of .*mystery.*{HERE}:\d+.*returned 1"):
+    with pytest.raises(
+        ad.CotangentShapeError, match=rf"pullback of .*mystery.*{HERE}:\d+.*returned 1"
+    ):
         ad.gradient(lambda x: mystery(x) + 1.0, 2.0)
 
 
 def test_rule_with_wrong_cotangent_shape_is_named():
-    with pytest.raises(ad.CotangentShapeError, match=r"(?s)wrong_shape.*shape \(4,\).*shape is \(3,\)"):
+    with pytest.raises(
+        ad.CotangentShapeError, match=r"(?s)wrong_shape.*shape \(4,\).*shape is \(3,\)"
+    ):
         ad.gradient(lambda x: wrong_shape(x), np.ones(3))
 
 

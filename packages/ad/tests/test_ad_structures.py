@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from rulescore import Tangent
 
 import ad
+from rulescore import Tangent
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Dispatch of rrule/frule: specificity, ambiguity, caching, config, opt-out."""
 
 import numbers
-from typing import Any, Optional, Union
+from typing import Any
 
 import pytest
 
@@ -81,7 +81,7 @@ def test_arity_and_defaults(f):
 
 def test_union_optional_and_any_annotations(f):
     @rrule.register(f)
-    def _(x: Union[int, str], y: Optional[float] = None, z: Any = 0):
+    def _(x: int | str, y: float | None = None, z: Any = 0):
         return make_rule("union")(x)
 
     assert tag_of(rrule(f, 1)) == "union"

@@ -62,9 +62,10 @@ def test_scalar_rule_multi_argument():
     _, pb = rrule(mul3, 2.0, 3.0, 4.0)
     assert pb(1.0) == (NoTangent(), 12.0, 8.0, 6.0)
     assert frule((None, 1.0, ZeroTangent(), 1.0), mul3, 2.0, 3.0, 4.0) == (24.0, 12.0 + 6.0)
-    assert frule((None, ZeroTangent(), ZeroTangent(), ZeroTangent()), mul3, 1.0, 1.0, 1.0)[
-        1
-    ] is ZeroTangent()
+    assert (
+        frule((None, ZeroTangent(), ZeroTangent(), ZeroTangent()), mul3, 1.0, 1.0, 1.0)[1]
+        is ZeroTangent()
+    )
 
 
 def test_scalar_rule_tuple_output():

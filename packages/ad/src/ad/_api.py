@@ -51,7 +51,9 @@ def to_user(ct: Any) -> Any:
             return vals if P is list else tuple(vals)
         if kind == "mapping":
             return {k: to_user(v) for k, v in b.items()}
-        return type(ct)._from_backing({k: _field_to_user(v) for k, v in b.items()})
+        order = type(ct)._allowed or ()
+        keys = [k for k in order if k in b] + [k for k in b if k not in order]
+        return type(ct)._from_backing({k: _field_to_user(b[k]) for k in keys})
     if type(ct) is list:
         return [to_user(v) for v in ct]
     if type(ct) is tuple:
@@ -103,10 +105,12 @@ def _seed(y: Any, f: Callable) -> Any:
         shape = getattr(y, "shape", None)
         if shape is not None:
             what += f" of shape {shape}"
-        if isinstance(y, numbers.Complex) or (np is not None and getattr(y, "dtype", None) is not None and y.dtype.kind == "c"):
+        if isinstance(y, numbers.Complex) or (
+            np is not None and getattr(y, "dtype", None) is not None and y.dtype.kind == "c"
+        ):
             hint = "take the real part, abs, or abs2 of the output"
         else:
-            hint = "reduce it to a number (e.g. np.sum), or use ad.pullback with a seed of the same shape, or ad.jacobian"
+            hint = "reduce it to a number (e.g. np.sum), or use ad.pullback with a seed of the same shape"
         raise NonScalarOutputError(
             f"gradient({getattr(f, '__name__', f)!s}, ...) needs the function to return a real "
             f"number, got {what}.\nTo fix: {hint}."

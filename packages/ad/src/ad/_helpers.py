@@ -52,7 +52,9 @@ def _entries(ȳ: Any, n: int, what: str) -> tuple:
 def _zero_like(x: Any) -> Any:
     np = _np()
     if np is not None and isinstance(x, np.ndarray):
-        return np.zeros_like(x, dtype=np.result_type(x.dtype, np.float64) if x.dtype.kind in "iub" else x.dtype)
+        return np.zeros_like(
+            x, dtype=np.result_type(x.dtype, np.float64) if x.dtype.kind in "iub" else x.dtype
+        )
     return 0.0
 
 
@@ -66,9 +68,13 @@ def _from_list_ct(src: Any, cts: list) -> Any:
         return tuple(cts)
     np = _np()
     if np is not None and isinstance(src, np.ndarray):
-        rows = [_zero_like(src[i]) if isinstance(c, AbstractZero) else unthunk(c) for i, c in enumerate(cts)]
+        rows = [
+            _zero_like(src[i]) if isinstance(c, AbstractZero) else unthunk(c)
+            for i, c in enumerate(cts)
+        ]
         return np.stack([np.asarray(r) for r in rows]).astype(
-            np.result_type(src.dtype, np.float64) if src.dtype.kind in "iub" else src.dtype, copy=False
+            np.result_type(src.dtype, np.float64) if src.dtype.kind in "iub" else src.dtype,
+            copy=False,
         )
     if isinstance(src, dict):
         return _NO  # iterating a dict yields its keys
@@ -177,7 +183,9 @@ def _(config: Any, t: Any, n: int) -> Any:
 def unpack_star(t: Any, before: int, after: int) -> tuple:
     items = list(t)
     if len(items) < before + after:
-        raise ValueError(f"not enough values to unpack (expected at least {before + after}, got {len(items)})")
+        raise ValueError(
+            f"not enough values to unpack (expected at least {before + after}, got {len(items)})"
+        )
     return (*items[:before], items[before : len(items) - after], *items[len(items) - after :])
 
 
@@ -203,7 +211,9 @@ def aslist(it: Any) -> list:
 @rrule.register(aslist, config=ADConfig)
 def _(config: Any, it: Any) -> Any:
     np = _np()
-    if not isinstance(it, (list, tuple, range, dict)) and not (np is not None and isinstance(it, np.ndarray)):
+    if not isinstance(it, (list, tuple, range, dict)) and not (
+        np is not None and isinstance(it, np.ndarray)
+    ):
         raise TypeError(
             f"cannot differentiate a loop over a {type(it).__name__} (at {_runtime.call_site()}): "
             "its elements cannot send their derivatives back.\n"
@@ -390,7 +400,7 @@ def setattr_(obj: Any, name: str, value: Any) -> Any:
 
 @rrule.register(setattr_, config=ADConfig)
 def _(config: Any, obj: Any, name: str, value: Any) -> Any:
-    if dataclasses.is_dataclass(obj) and getattr(type(obj), "__dataclass_params__").frozen:
+    if dataclasses.is_dataclass(obj) and type(obj).__dataclass_params__.frozen:
         raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
     setattr(obj, name, value)
 
@@ -403,7 +413,9 @@ def _(config: Any, obj: Any, name: str, value: Any) -> Any:
             v = b.pop(name, _Z)
             rest = type(ȳ)._from_backing(b) if b else _Z
             return (_NO, rest, _NO, v)
-        raise CotangentShapeError(f"cotangent of an object must be a Tangent, got {type(ȳ).__name__}")
+        raise CotangentShapeError(
+            f"cotangent of an object must be a Tangent, got {type(ȳ).__name__}"
+        )
 
     return obj, setattr_pullback
 

@@ -67,9 +67,13 @@ def acc(a: Any, b: Any) -> Any:
         if type(b) is not ta:
             if isinstance(b, Tangent):
                 return b + a
-            raise CotangentShapeError(f"cannot add cotangents of types {ta.__name__} and {type(b).__name__}")
+            raise CotangentShapeError(
+                f"cannot add cotangents of types {ta.__name__} and {type(b).__name__}"
+            )
         if len(a) != len(b):
-            raise CotangentShapeError(f"cannot add {ta.__name__} cotangents of lengths {len(a)} and {len(b)}")
+            raise CotangentShapeError(
+                f"cannot add {ta.__name__} cotangents of lengths {len(a)} and {len(b)}"
+            )
         return ta(acc(x, y) for x, y in zip(a, b))
     if ta is dict:
         out = dict(a)
@@ -220,7 +224,12 @@ def _maybe_differentiable(v: Any) -> bool:
     if isinstance(v, (float, complex)):
         return True
     np = sys.modules.get("numpy")
-    return np is not None and isinstance(v, (np.ndarray, np.inexact)) and getattr(v, "dtype", None) is not None and v.dtype.kind in "fc"
+    return (
+        np is not None
+        and isinstance(v, (np.ndarray, np.inexact))
+        and getattr(v, "dtype", None) is not None
+        and v.dtype.kind in "fc"
+    )
 
 
 def _fallback(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
@@ -241,7 +250,9 @@ def _fallback(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
         return _construct(f, args, kwargs)
     if tf is functools.partial:
         return _call_partial(f, args, kwargs)
-    call = getattr(tf, "__call__", None)
+    call = tf.__dict__.get("__call__") or next(
+        (k.__dict__["__call__"] for k in tf.__mro__ if "__call__" in k.__dict__), None
+    )
     if isinstance(call, _FunctionType):  # a callable object: differentiate __call__
         return _call_bound(call, f, args, kwargs)
     raise _no_rule(_fname(f), f)
@@ -326,8 +337,11 @@ def _no_rule(name: str, f: Any, extra: str = "") -> NoRuleError:
     return NoRuleError(
         f"no rule to differentiate {name}{f' (called at {site})' if site else ''}: it has no "
         "rrule and no Python source to transform.\n"
-        + (extra or "To fix: register an rrule for it with rulescore (see rulescore's README), "
-        "or wrap the call in ad.ignore_derivatives if no gradient should flow through it.")
+        + (
+            extra
+            or "To fix: register an rrule for it with rulescore (see rulescore's README), "
+            "or wrap the call in ad.ignore_derivatives if no gradient should flow through it."
+        )
     )
 
 
@@ -352,7 +366,9 @@ def _fname(f: Any) -> str:
 # --- transformed Python functions ----------------------------------------------
 
 
-def call_function(f: types.FunctionType, args: tuple, kwargs: dict | None, closure_active: bool) -> tuple[Any, Callable]:
+def call_function(
+    f: types.FunctionType, args: tuple, kwargs: dict | None, closure_active: bool
+) -> tuple[Any, Callable]:
     """Run the transformed primal of ``f``; map its pullback to the call's arguments."""
     from .transform import transformed
 

@@ -9,11 +9,18 @@ from . import (  # noqa: F401  (imported for their registrations)
     _cmath,
     _linalg,
     _math,
+    _numpy_binary,
+    _numpy_construction,
+    _numpy_cumulative,
+    _numpy_einsum,
     _numpy_elementwise,
+    _numpy_indexing,
     _numpy_methods,
+    _numpy_products,
     _numpy_reductions,
     _numpy_shape,
     _operator,
+    _sequences,
 )
 from ._inventory import inventory
 

@@ -1,4 +1,11 @@
-"""``inventory()``: every function with a registered rule, and RULES.md.
+"""``inventory()``: every library function with a registered rule, and RULES.md.
+
+The inventory lists the functions of the libraries ``rules`` covers
+(``builtins``, ``operator``, ``math``, ``cmath``, ``numpy``, ``numpy.linalg``
+and ``numpy.ndarray`` methods) that have an ``rrule`` or ``frule``, whoever
+registered them. Rules for other functions (a user's own, a test's, rulescore's
+``ignore_derivatives``) are not listed, so the table does not depend on what
+else happens to be imported.
 
 ``python -m rules._inventory > packages/rules/RULES.md`` regenerates the
 table; a test checks that the committed file is current.
@@ -6,81 +13,135 @@ table; a test checks that the committed file is current.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import builtins
+import cmath
+import math
+import operator
+import warnings
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from rulescore import frule, rrule
 
 __all__ = ["InventoryEntry", "inventory", "markdown"]
 
+# The module (as shown) -> the namespace its functions are found in, for aliases.
+_NAMESPACES: dict[str, Any] = {
+    "builtins": builtins,
+    "operator": operator,
+    "math": math,
+    "cmath": cmath,
+    "numpy": np,
+    "numpy.linalg": np.linalg,
+    "numpy.ndarray": np.ndarray,
+}
+
 
 @dataclass(frozen=True)
 class InventoryEntry:
-    """One function with a rule: where it lives and which rules it has."""
+    """One function with a rule: where it lives, its other names, which rules it has."""
 
     function: Any
     module: str
     name: str
     has_rrule: bool
     has_frule: bool
+    aliases: tuple[str, ...] = field(default=())
 
 
 def _module_and_name(f: Any) -> tuple[str, str]:
-    qual = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+    """Where a user finds ``f``: ``("numpy", "add")``, ``("numpy.ndarray", "sum")``."""
+    name = getattr(f, "__name__", None) or repr(f)
     objclass = getattr(f, "__objclass__", None)
-    if objclass is not None:  # an unbound method such as numpy.ndarray.sum
-        mod = getattr(objclass, "__module__", "") or ""
-        return f"{mod}.{objclass.__name__}".replace("numpy.ndarray", "numpy.ndarray"), qual
-    mod = getattr(f, "__module__", None)
-    if mod is None and type(f).__name__ == "ufunc":
-        mod = "numpy"
-    mod = mod or "builtins"
-    if mod.startswith("numpy.linalg"):
+    if objclass is not None:  # an unbound method or property such as numpy.ndarray.sum
+        mod = getattr(objclass, "__module__", None) or ""
+        return f"{mod}.{objclass.__name__}", name
+    mod = getattr(f, "__module__", None) or ""
+    if mod == "_operator":
+        mod = "operator"
+    elif mod.startswith("numpy.linalg"):
         mod = "numpy.linalg"
     elif mod.startswith("numpy"):
         mod = "numpy"
-    elif mod in ("_operator", "operator"):
-        mod = "operator"
-    return mod, qual
+    return mod, name
+
+
+def _names(module: str) -> dict[int, list[str]]:
+    """The public names in a namespace, by the id of the object they are bound to."""
+    ns = _NAMESPACES[module]
+    out: dict[int, list[str]] = {}
+    with warnings.catch_warnings():  # numpy warns on reading some deprecated names
+        warnings.simplefilter("ignore")
+        for n in dir(ns):
+            if not n.startswith("_"):
+                out.setdefault(id(getattr(ns, n, None)), []).append(n)
+    return out
 
 
 def inventory() -> list[InventoryEntry]:
-    """Every function that has an ``rrule`` or ``frule``, sorted by module and name.
+    """Every covered library function with an ``rrule`` or ``frule``, by module and name.
 
     >>> import math, rules
-    >>> any(e.function is math.sin and e.has_rrule for e in rules.inventory())
-    True
+    >>> [(e.module, e.name, e.has_rrule, e.has_frule)
+    ...  for e in rules.inventory() if e.function is math.sin]
+    [('math', 'sin', True, True)]
+    >>> [e.aliases for e in rules.inventory() if e.name == "absolute"]
+    [('abs',)]
+
+    See also: ``markdown()``, which renders it as RULES.md.
     """
     fs: dict[int, Any] = {}
     for f in rrule.functions() + frule.functions():
         fs[id(f)] = f
+    names: dict[str, dict[int, list[str]]] = {}
     out = []
     for f in fs.values():
         mod, name = _module_and_name(f)
+        if mod not in _NAMESPACES:
+            continue
+        if mod not in names:
+            names[mod] = _names(mod)
+        aliases = tuple(sorted(n for n in names[mod].get(id(f), ()) if n != name))
         out.append(
-            InventoryEntry(f, mod, name, rrule.has_rule_for(f), frule.has_rule_for(f))
+            InventoryEntry(f, mod, name, rrule.has_rule_for(f), frule.has_rule_for(f), aliases)
         )
     out.sort(key=lambda e: (e.module, e.name))
     return out
 
 
+def _yes(b: bool) -> str:
+    return "yes" if b else "no"
+
+
 def markdown() -> str:
-    """The RULES.md table: functions by module with their rrule/frule coverage."""
+    """The RULES.md text: functions by module with their rrule/frule coverage."""
+    entries = inventory()
     lines = [
         "# Rules",
         "",
-        "Generated by `python -m rules._inventory`; do not edit by hand.",
+        "Functions with derivative rules in `rules`, by module.",
+        "Generated by `python -m rules._inventory > packages/rules/RULES.md`;",
+        "do not edit by hand.",
         "",
+        f"{len(entries)} functions.",
     ]
     current = None
-    for e in inventory():
+    for e in entries:
         if e.module != current:
             current = e.module
-            lines += ["", f"## `{current}`", "", "| function | rrule | frule |", "|---|---|---|"]
-        lines.append(
-            f"| `{e.name}` | {'yes' if e.has_rrule else 'no'} | {'yes' if e.has_frule else 'no'} |"
-        )
-    return "\n".join(lines).replace("\n\n\n", "\n\n") + "\n"
+            count = sum(1 for x in entries if x.module == current)
+            lines += [
+                "",
+                f"## `{current}` ({count})",
+                "",
+                "| function | rrule | frule |",
+                "|---|---|---|",
+            ]
+        also = f" (also {', '.join(f'`{a}`' for a in e.aliases)})" if e.aliases else ""
+        lines.append(f"| `{e.name}`{also} | {_yes(e.has_rrule)} | {_yes(e.has_frule)} |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
 from rulescore import AbstractZero, ProjectTo, unthunk
 
 __all__ = ["is_zero", "project", "unbroadcast"]

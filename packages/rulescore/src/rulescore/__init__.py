@@ -29,7 +29,7 @@ from ._config import (
     frule_via_ad,
     rrule_via_ad,
 )
-from ._projection import ProjectTo, Projector
+from ._projection import Projector, ProjectTo
 from ._rule_tools import (
     NotImplementedTangent,
     derivatives_given_output,

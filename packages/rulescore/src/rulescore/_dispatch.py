@@ -19,7 +19,6 @@ import typing
 from collections.abc import Callable
 from typing import Any, Union, get_args, get_origin
 
-from ._config import RuleConfig
 from .errors import AmbiguousRuleError, RuleDefinitionError
 
 __all__ = ["ANY", "Rule", "RuleTable", "Signature", "normalize_annotation"]

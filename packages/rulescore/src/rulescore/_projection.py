@@ -230,7 +230,9 @@ class _ToDict(Projector):
         for k, v in vals.items():
             p = self.entries.get(k)
             if p is None:
-                raise CotangentError(f"ProjectTo(dict): cotangent has key {k!r}, the primal has not")
+                raise CotangentError(
+                    f"ProjectTo(dict): cotangent has key {k!r}, the primal has not"
+                )
             out[k] = p(v)
         return wrap(out)
 

@@ -119,9 +119,7 @@ def scalar_rule(f: Any, partials: Callable | None = None, types: tuple | None = 
                         f"pullback of {name}: the output is a scalar, so the cotangent must be "
                         f"a scalar; got {type(ȳ).__name__}"
                     )
-                return (NoTangent(),) + tuple(
-                    ProjectTo(x)(ȳ * _conj(p)) for x, p in zip(args, row)
-                )
+                return (NoTangent(),) + tuple(ProjectTo(x)(ȳ * _conj(p)) for x, p in zip(args, row))
 
         else:
             m = len(rows)

@@ -50,7 +50,9 @@ class _GenericRule:
 
         def decorator(impl: Callable) -> Callable:
             if not callable(impl):
-                raise RuleDefinitionError(f"{self.kind}.register({fname(f)}): {impl!r} is not callable")
+                raise RuleDefinitionError(
+                    f"{self.kind}.register({fname(f)}): {impl!r} is not callable"
+                )
             where = f"{self.kind}.register({fname(f)})"
             sig = self._signature(impl, 1 if config is not None else 0, where)
             self.table.add(Rule(f, impl, sig, config))

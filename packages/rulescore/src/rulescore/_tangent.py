@@ -114,15 +114,15 @@ class Tangent:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         cls = type(self)
         if cls.primal_type is None:
-            raise TypeError("use Tangent[P](...) with the primal type P, e.g. Tangent[Point](x=1.0)")
+            raise TypeError(
+                "use Tangent[P](...) with the primal type P, e.g. Tangent[Point](x=1.0)"
+            )
         kind = cls._kind
         if kind == _POSITIONAL:
             if kwargs:
                 raise TypeError(f"{cls.__name__} takes positional entries, not {sorted(kwargs)}")
             if cls._length is not None and len(args) != cls._length:
-                raise ValueError(
-                    f"{cls.__name__} needs {cls._length} entries, got {len(args)}"
-                )
+                raise ValueError(f"{cls.__name__} needs {cls._length} entries, got {len(args)}")
             self._backing = tuple(args)
         elif kind == _MAPPING:
             if len(args) > 1 or (args and not isinstance(args[0], Mapping)):

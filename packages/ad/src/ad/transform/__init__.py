@@ -8,11 +8,10 @@ Each pass is a module whose docstring states its output form.
 from __future__ import annotations
 
 import ast
+import builtins
 import types
 from dataclasses import dataclass
 from typing import Any
-
-import builtins
 
 from .activity import NONDIFF_BUILTINS, active_names, loaded_names, param_names
 from .anf import normalize
@@ -71,7 +70,9 @@ def transformed(f: types.FunctionType, closure_active: bool) -> Transformed:
     return entry
 
 
-def _pipeline(f: types.FunctionType, closure_active: bool) -> tuple[ast.FunctionDef, ast.FunctionDef, str]:
+def _pipeline(
+    f: types.FunctionType, closure_active: bool
+) -> tuple[ast.FunctionDef, ast.FunctionDef, str]:
     src = get_source(f)
     tree = check_supported(src.tree, src.filename)
     anf = normalize(desugar(tree), src.filename)
@@ -85,7 +86,9 @@ def _pipeline(f: types.FunctionType, closure_active: bool) -> tuple[ast.Function
 
 def _plain_builtins(f: types.FunctionType, anf: ast.FunctionDef) -> frozenset[str]:
     """Names in ``anf`` that resolve to non-differentiable builtins (not shadowed)."""
-    assigned = {n.id for n in ast.walk(anf) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    assigned = {
+        n.id for n in ast.walk(anf) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
     assigned |= set(param_names(anf)) | set(f.__code__.co_freevars)
     out = set()
     for name in NONDIFF_BUILTINS & loaded_names(anf):

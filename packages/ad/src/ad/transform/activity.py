@@ -17,8 +17,25 @@ __all__ = ["active_names", "loaded_names", "param_names", "value_is_active"]
 #: Builtins whose results never carry a derivative; a call of one (when the
 #: name really is the builtin) runs as plain Python and its result is inactive.
 NONDIFF_BUILTINS = frozenset(
-    ["range", "len", "isinstance", "issubclass", "type", "id", "bool", "str", "repr", "hash",
-     "print", "int", "callable", "hasattr", "ord", "chr", "format"]
+    [
+        "range",
+        "len",
+        "isinstance",
+        "issubclass",
+        "type",
+        "id",
+        "bool",
+        "str",
+        "repr",
+        "hash",
+        "print",
+        "int",
+        "callable",
+        "hasattr",
+        "ord",
+        "chr",
+        "format",
+    ]
 )
 
 
@@ -28,7 +45,11 @@ def value_is_active(value: ast.expr, active: set[str], plain_funcs: frozenset[st
         return False
     if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
         return False
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in plain_funcs:
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in plain_funcs
+    ):
         return False
     return bool(loaded_names(value) & active)
 
@@ -63,7 +84,9 @@ def _walk_stmts(body: list[ast.stmt]):
                 yield from _walk_stmts(inner)
 
 
-def active_names(fn: ast.FunctionDef, seeds: set[str], plain_funcs: frozenset[str] = frozenset()) -> set[str]:
+def active_names(
+    fn: ast.FunctionDef, seeds: set[str], plain_funcs: frozenset[str] = frozenset()
+) -> set[str]:
     """The names that may carry a derivative, starting from ``seeds``."""
     active = set(seeds)
     changed = True

@@ -135,7 +135,9 @@ class _Normalizer:
             keys = [self.atom(k, out) for k in e.keys]  # type: ignore[arg-type]
             return ast.Dict(keys=keys, values=[self.atom(v, out) for v in e.values])
         if isinstance(e, ast.Set):
-            return self.helper_call("set", [ast.List(elts=[self.atom(x, out) for x in e.elts], ctx=ast.Load())])
+            return self.helper_call(
+                "set", [ast.List(elts=[self.atom(x, out) for x in e.elts], ctx=ast.Load())]
+            )
         if isinstance(e, ast.Compare):
             left = self.atom(e.left, out)
             comps = [self.atom(c, out) for c in e.comparators]
@@ -147,7 +149,9 @@ class _Normalizer:
             body.append(self.assign(t, self.expr(e.body, body)))
             orelse: list[ast.stmt] = []
             orelse.append(self.assign(t, self.expr(e.orelse, orelse)))
-            out.append(ast.If(test=test, body=body, orelse=orelse, lineno=self.lineno, col_offset=0))
+            out.append(
+                ast.If(test=test, body=body, orelse=orelse, lineno=self.lineno, col_offset=0)
+            )
             return _name(t)
         if isinstance(e, ast.BoolOp):
             return self.boolop(e, out)
@@ -246,7 +250,10 @@ class _Normalizer:
             for cond in reversed(g.ifs):
                 test_stmts: list[ast.stmt] = []
                 test = self.atom(cond, test_stmts)
-                inner = [*test_stmts, ast.If(test=test, body=inner, orelse=[], lineno=self.lineno, col_offset=0)]
+                inner = [
+                    *test_stmts,
+                    ast.If(test=test, body=inner, orelse=[], lineno=self.lineno, col_offset=0),
+                ]
             it_stmts: list[ast.stmt] = []
             it = self.atom(g.iter, it_stmts)
             loop = self.for_loop(g.target, it, inner)
@@ -261,11 +268,29 @@ class _Normalizer:
 
     def for_loop(self, target: ast.expr, it: ast.expr, body: list[ast.stmt]) -> list[ast.stmt]:
         if isinstance(target, ast.Name):
-            return [ast.For(target=_name(target.id, ast.Store()), iter=it, body=body, orelse=[], lineno=self.lineno, col_offset=0)]
+            return [
+                ast.For(
+                    target=_name(target.id, ast.Store()),
+                    iter=it,
+                    body=body,
+                    orelse=[],
+                    lineno=self.lineno,
+                    col_offset=0,
+                )
+            ]
         t = self.fresh()
         unpack: list[ast.stmt] = []
         self.assign_target(target, _name(t), unpack)
-        return [ast.For(target=_name(t, ast.Store()), iter=it, body=unpack + body, orelse=[], lineno=self.lineno, col_offset=0)]
+        return [
+            ast.For(
+                target=_name(t, ast.Store()),
+                iter=it,
+                body=unpack + body,
+                orelse=[],
+                lineno=self.lineno,
+                col_offset=0,
+            )
+        ]
 
     def assign_target(self, target: ast.expr, value: ast.expr, out: list[ast.stmt]) -> None:
         """Assign the flattened right-hand side ``value`` to an arbitrary target."""
@@ -300,18 +325,29 @@ class _Normalizer:
         if isinstance(target, ast.Subscript):
             obj = target.value
             if not isinstance(obj, ast.Name):
-                raise self.error(target, "assignment into a nested subscript (a.b[i] = v, a[i][j] = v) is not supported; assign to a local name first")
+                raise self.error(
+                    target,
+                    "assignment into a nested subscript (a.b[i] = v, a[i][j] = v) is not supported; assign to a local name first",
+                )
             idx = self.index(target.slice, out)
             v = value if _is_atom(value) else self.bind(value, out)
-            out.append(self.assign(obj.id, self.helper_call("_ad_setitem", [_name(obj.id), idx, v])))
+            out.append(
+                self.assign(obj.id, self.helper_call("_ad_setitem", [_name(obj.id), idx, v]))
+            )
             return
         if isinstance(target, ast.Attribute):
             obj = target.value
             if not isinstance(obj, ast.Name):
-                raise self.error(target, "assignment to a nested attribute (a.b.c = v) is not supported; assign to a local name first")
+                raise self.error(
+                    target,
+                    "assignment to a nested attribute (a.b.c = v) is not supported; assign to a local name first",
+                )
             v = value if _is_atom(value) else self.bind(value, out)
             out.append(
-                self.assign(obj.id, self.helper_call("_ad_setattr", [_name(obj.id), ast.Constant(target.attr), v]))
+                self.assign(
+                    obj.id,
+                    self.helper_call("_ad_setattr", [_name(obj.id), ast.Constant(target.attr), v]),
+                )
             )
             return
         raise self.error(target, f"assignment to {type(target).__name__} is not supported")
@@ -339,7 +375,11 @@ class _Normalizer:
             op = BINOPS[type(s.op)]
             if isinstance(s.target, ast.Name):
                 rhs = self.atom(s.value, out)
-                out.append(self.assign(s.target.id, self.helper_call(f"_ad_iop_{op}", [_name(s.target.id), rhs])))
+                out.append(
+                    self.assign(
+                        s.target.id, self.helper_call(f"_ad_iop_{op}", [_name(s.target.id), rhs])
+                    )
+                )
             else:
                 load = copy.deepcopy(s.target)
                 _set_load(load)
@@ -362,7 +402,15 @@ class _Normalizer:
             out.append(ast.Return(value=value, lineno=self.lineno, col_offset=0))
         elif isinstance(s, ast.If):
             test = self.atom(s.test, out)
-            out.append(ast.If(test=test, body=self.stmts(s.body) or [ast.Pass()], orelse=self.stmts(s.orelse), lineno=s.lineno, col_offset=0))
+            out.append(
+                ast.If(
+                    test=test,
+                    body=self.stmts(s.body) or [ast.Pass()],
+                    orelse=self.stmts(s.orelse),
+                    lineno=s.lineno,
+                    col_offset=0,
+                )
+            )
         elif isinstance(s, ast.For):
             it = self.atom(s.iter, out)
             loop = self.for_loop(s.target, it, self.stmts(s.body))
@@ -376,10 +424,33 @@ class _Normalizer:
             body = self.stmts(s.body)
             again = copy.deepcopy(pre)
             out.extend(pre)
-            out.append(ast.While(test=test, body=body + again, orelse=self.stmts(s.orelse), lineno=s.lineno, col_offset=0))
+            out.append(
+                ast.While(
+                    test=test,
+                    body=body + again,
+                    orelse=self.stmts(s.orelse),
+                    lineno=s.lineno,
+                    col_offset=0,
+                )
+            )
             if _contains(s.body, (ast.Continue,)) and pre:
-                raise self.error(s, "`continue` in a while loop whose condition is not a plain name or comparison of names is not supported")
-        elif isinstance(s, (ast.Break, ast.Continue, ast.Pass, ast.Assert, ast.Raise, ast.Import, ast.ImportFrom, ast.FunctionDef)):
+                raise self.error(
+                    s,
+                    "`continue` in a while loop whose condition is not a plain name or comparison of names is not supported",
+                )
+        elif isinstance(
+            s,
+            (
+                ast.Break,
+                ast.Continue,
+                ast.Pass,
+                ast.Assert,
+                ast.Raise,
+                ast.Import,
+                ast.ImportFrom,
+                ast.FunctionDef,
+            ),
+        ):
             out.append(s)
         else:
             raise self.error(s, f"{type(s).__name__} statements are not supported")

@@ -34,7 +34,13 @@ def factory_module(fwd: ast.FunctionDef, cell_names: list[str]) -> ast.Module:
     factory = ast.FunctionDef(
         name="_ad_factory",
         args=ast.arguments(
-            posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]
+            posonlyargs=[],
+            args=[],
+            vararg=None,
+            kwonlyargs=[],
+            kw_defaults=[],
+            kwarg=None,
+            defaults=[],
         ),
         body=body,
         decorator_list=[],

@@ -33,7 +33,9 @@ def _name(id_: str, store: bool = False) -> ast.Name:
 
 
 def _set(flag: str, value: bool, line: int) -> ast.Assign:
-    return ast.Assign(targets=[_name(flag, True)], value=ast.Constant(value), lineno=line, col_offset=0)
+    return ast.Assign(
+        targets=[_name(flag, True)], value=ast.Constant(value), lineno=line, col_offset=0
+    )
 
 
 def _any(flags: list[str]) -> ast.expr:
@@ -93,7 +95,9 @@ class _Desugar:
                     if rest_out:
                         line = getattr(rest[0], "lineno", 0)
                         test = ast.UnaryOp(op=ast.Not(), operand=_any(sorted(self.flags(exits))))
-                        out.append(ast.If(test=test, body=rest_out, orelse=[], lineno=line, col_offset=0))
+                        out.append(
+                            ast.If(test=test, body=rest_out, orelse=[], lineno=line, col_offset=0)
+                        )
                     exits = exits | rest_exits
                 return out, exits
         return out, set()
@@ -105,7 +109,9 @@ class _Desugar:
         line = getattr(s, "lineno", 0)
         if isinstance(s, ast.Return) and self.convert_returns:
             value = s.value if s.value is not None else ast.Constant(None)
-            assign = ast.Assign(targets=[_name(_RETV, True)], value=value, lineno=line, col_offset=0)
+            assign = ast.Assign(
+                targets=[_name(_RETV, True)], value=value, lineno=line, col_offset=0
+            )
             return [assign, _set(_DONE, True, line)], {_RET, "!"}
         if isinstance(s, ast.Break):
             loop = self.loops[-1]
@@ -118,7 +124,9 @@ class _Desugar:
         if isinstance(s, ast.If):
             body, e1 = self.block(s.body)
             orelse, e2 = self.block(s.orelse)
-            new = ast.If(test=s.test, body=body or [ast.Pass()], orelse=orelse, lineno=line, col_offset=0)
+            new = ast.If(
+                test=s.test, body=body or [ast.Pass()], orelse=orelse, lineno=line, col_offset=0
+            )
             exits = e1 | e2
             return [new], exits
         if isinstance(s, (ast.For, ast.While)):
@@ -137,7 +145,15 @@ class _Desugar:
             body = [_set(loop.cnt, False, line), *body]
         stop = ([loop.brk] if loop.used_brk else []) + ([_DONE] if ret else [])
         if stop:
-            body.append(ast.If(test=_any(stop), body=[ast.Break(lineno=line, col_offset=0)], orelse=[], lineno=line, col_offset=0))
+            body.append(
+                ast.If(
+                    test=_any(stop),
+                    body=[ast.Break(lineno=line, col_offset=0)],
+                    orelse=[],
+                    lineno=line,
+                    col_offset=0,
+                )
+            )
         if loop.used_brk:
             pre.append(_set(loop.brk, False, line))
         orelse, else_exits = self.block(s.orelse)
@@ -163,7 +179,9 @@ def desugar(fn: ast.FunctionDef) -> ast.FunctionDef:
     line = fn.lineno
     if convert:
         body = [
-            ast.Assign(targets=[_name(_RETV, True)], value=ast.Constant(None), lineno=line, col_offset=0),
+            ast.Assign(
+                targets=[_name(_RETV, True)], value=ast.Constant(None), lineno=line, col_offset=0
+            ),
             _set(_DONE, False, line),
             *body,
             ast.Return(value=_name(_RETV), lineno=line, col_offset=0),

@@ -21,8 +21,8 @@ import ast
 from dataclasses import dataclass, field
 
 from ..errors import UnsupportedSyntaxError
-from .anf import BINOPS
 from .activity import loaded_names, param_names, value_is_active
+from .anf import BINOPS
 
 __all__ = ["generate"]
 
@@ -95,7 +95,13 @@ class _Gen:
             col_offset=0,
         )
         pop = [
-            ast.AugAssign(target=_n(cursor, True), op=ast.Sub(), value=ast.Constant(1), lineno=line, col_offset=0),
+            ast.AugAssign(
+                target=_n(cursor, True),
+                op=ast.Sub(),
+                value=ast.Constant(1),
+                lineno=line,
+                col_offset=0,
+            ),
             _assign(var, ast.Subscript(value=_n(stack), slice=_n(cursor), ctx=ast.Load()), line),
         ]
         return [push], pop
@@ -139,7 +145,10 @@ class _Gen:
         for i, s in enumerate(stmts):
             is_tail = tail and i == len(stmts) - 1
             if isinstance(s, ast.Return) and not is_tail:
-                raise self.error(s, "`return` before the end of a loop body or block is not supported yet; assign the result and return it at the end")
+                raise self.error(
+                    s,
+                    "`return` before the end of a loop body or block is not supported yet; assign the result and return it at the end",
+                )
             f, b = self.stmt(s, depth, is_tail)
             fwd.extend(f)
             chunks.append(b)
@@ -165,7 +174,13 @@ class _Gen:
         return [s], []
 
     def ret(self, s: ast.Return, line: int) -> tuple[list, list]:
-        fwd = [ast.Return(value=ast.Tuple(elts=[s.value, _n("_ad_back")], ctx=ast.Load()), lineno=line, col_offset=0)]
+        fwd = [
+            ast.Return(
+                value=ast.Tuple(elts=[s.value, _n("_ad_back")], ctx=ast.Load()),
+                lineno=line,
+                col_offset=0,
+            )
+        ]
         v = s.value
         if isinstance(v, ast.Name) and v.id in self.active:
             return fwd, [self.accumulate(v.id, _n("_ad_dy"), line)]
@@ -183,7 +198,11 @@ class _Gen:
             (t,) = tnames
             if t == value.id:
                 return [s], []
-            b = [_assign("_ad_g", _n(d(t)), line), *self.reset([t], line), self.accumulate(value.id, _n("_ad_g"), line)]
+            b = [
+                _assign("_ad_g", _n(d(t)), line),
+                *self.reset([t], line),
+                self.accumulate(value.id, _n("_ad_g"), line),
+            ]
             return [s], b
         if isinstance(value, (ast.Tuple, ast.List)):
             helper = "_ad_mk_tuple" if isinstance(value, ast.Tuple) else "_ad_mk_list"
@@ -195,9 +214,16 @@ class _Gen:
             raise self.error(s, f"cannot differentiate through {ast.unparse(value)!r}")
         return self.call(target, tnames, value, depth, line)
 
-    def call(self, target: ast.expr, tnames: list[str], value: ast.Call, depth: int, line: int) -> tuple[list, list]:
-        if any(isinstance(a, ast.Starred) for a in value.args) or any(k.arg is None for k in value.keywords):
-            raise self.error(value, "`*args`/`**kwargs` at a call whose arguments carry derivatives is not supported yet; pass the arguments explicitly")
+    def call(
+        self, target: ast.expr, tnames: list[str], value: ast.Call, depth: int, line: int
+    ) -> tuple[list, list]:
+        if any(isinstance(a, ast.Starred) for a in value.args) or any(
+            k.arg is None for k in value.keywords
+        ):
+            raise self.error(
+                value,
+                "`*args`/`**kwargs` at a call whose arguments carry derivatives is not supported yet; pass the arguments explicitly",
+            )
         pb = self.fresh("pb")
         inputs: list[tuple[int, str]] = []  # (index in the pullback's result, name)
         if isinstance(value.func, ast.Name) and value.func.id in self.active:
@@ -206,18 +232,32 @@ class _Gen:
             if isinstance(a, ast.Name) and a.id in self.active:
                 inputs.append((i + 1, a.id))
         n_results = 1 + len(value.args)
-        kw_inputs = [(k.arg, k.value.id) for k in value.keywords if isinstance(k.value, ast.Name) and k.value.id in self.active]
+        kw_inputs = [
+            (k.arg, k.value.id)
+            for k in value.keywords
+            if isinstance(k.value, ast.Name) and k.value.id in self.active
+        ]
         if value.keywords:
             rcall = ast.Call(
                 func=_n("_ad_rcall_kw"),
-                args=[value.func, ast.Tuple(elts=value.args, ctx=ast.Load()),
-                      ast.Dict(keys=[ast.Constant(k.arg) for k in value.keywords], values=[k.value for k in value.keywords])],
+                args=[
+                    value.func,
+                    ast.Tuple(elts=value.args, ctx=ast.Load()),
+                    ast.Dict(
+                        keys=[ast.Constant(k.arg) for k in value.keywords],
+                        values=[k.value for k in value.keywords],
+                    ),
+                ],
                 keywords=[],
             )
             n_results += 1
         else:
             rcall = ast.Call(func=_n("_ad_rcall"), args=[value.func, *value.args], keywords=[])
-        fwd: list[ast.stmt] = [_assign(ast.Tuple(elts=[_store_copy(target), _n(pb, True)], ctx=ast.Store()), rcall, line)]
+        fwd: list[ast.stmt] = [
+            _assign(
+                ast.Tuple(elts=[_store_copy(target), _n(pb, True)], ctx=ast.Store()), rcall, line
+            )
+        ]
         push, pop = self.record(pb, depth, line)
         fwd += push
         # Backward: seed, skip when the output's cotangent is zero.
@@ -226,7 +266,13 @@ class _Gen:
             test: ast.expr = _is_not_z(d(tnames[0]))
         else:
             seed = _call("_ad_tuple_ct", *[_n(d(t)) if t in self.active else _n(Z) for t in tnames])
-            test = ast.BoolOp(op=ast.Or(), values=[_is_not_z(d(t)) for t in tnames if t in self.active]) if len([t for t in tnames if t in self.active]) > 1 else _is_not_z(d(next(t for t in tnames if t in self.active)))
+            test = (
+                ast.BoolOp(
+                    op=ast.Or(), values=[_is_not_z(d(t)) for t in tnames if t in self.active]
+                )
+                if len([t for t in tnames if t in self.active]) > 1
+                else _is_not_z(d(next(t for t in tnames if t in self.active)))
+            )
         for t in tnames:
             if t in self.active:
                 self.adjoints.add(t)
@@ -234,17 +280,43 @@ class _Gen:
             _assign("_ad_c", ast.Call(func=_n(pb), args=[seed], keywords=[]), line),
             *self.reset(tnames, line),
             ast.If(
-                test=ast.Compare(left=_call("len", _n("_ad_c")), ops=[ast.NotEq()], comparators=[ast.Constant(n_results)]),
-                body=[ast.Expr(value=_call("_ad_bad_cotangents", _n("_ad_c"), ast.Constant(n_results), value.func, ast.Constant(f"{self.filename}:{line}")), lineno=line, col_offset=0)],
+                test=ast.Compare(
+                    left=_call("len", _n("_ad_c")),
+                    ops=[ast.NotEq()],
+                    comparators=[ast.Constant(n_results)],
+                ),
+                body=[
+                    ast.Expr(
+                        value=_call(
+                            "_ad_bad_cotangents",
+                            _n("_ad_c"),
+                            ast.Constant(n_results),
+                            value.func,
+                            ast.Constant(f"{self.filename}:{line}"),
+                        ),
+                        lineno=line,
+                        col_offset=0,
+                    )
+                ],
                 orelse=[],
                 lineno=line,
                 col_offset=0,
             ),
         ]
         for idx, name in inputs:
-            inner.append(self.accumulate(name, ast.Subscript(value=_n("_ad_c"), slice=ast.Constant(idx), ctx=ast.Load()), line))
+            inner.append(
+                self.accumulate(
+                    name,
+                    ast.Subscript(value=_n("_ad_c"), slice=ast.Constant(idx), ctx=ast.Load()),
+                    line,
+                )
+            )
         for kname, name in kw_inputs:
-            got = _call("_ad_kw_ct", ast.Subscript(value=_n("_ad_c"), slice=ast.Constant(n_results - 1), ctx=ast.Load()), ast.Constant(kname))
+            got = _call(
+                "_ad_kw_ct",
+                ast.Subscript(value=_n("_ad_c"), slice=ast.Constant(n_results - 1), ctx=ast.Load()),
+                ast.Constant(kname),
+            )
             inner.append(self.accumulate(name, got, line))
         bwd = [*pop, ast.If(test=test, body=inner, orelse=[], lineno=line, col_offset=0)]
         return fwd, bwd
@@ -256,30 +328,44 @@ class _Gen:
         captured = sorted((loaded_names(node) & self.active) - {name})
         self.adjoints.add(name)
         out: list[ast.stmt] = [_assign("_ad_g", _n(d(name)), line), _assign(d(name), _n(Z), line)]
-        body = [self.accumulate(c, _call("_ad_field", _n("_ad_g"), ast.Constant(c)), line) for c in captured]
+        body = [
+            self.accumulate(c, _call("_ad_field", _n("_ad_g"), ast.Constant(c)), line)
+            for c in captured
+        ]
         if body:
-            out.append(ast.If(test=_is_not_z("_ad_g"), body=body, orelse=[], lineno=line, col_offset=0))
+            out.append(
+                ast.If(test=_is_not_z("_ad_g"), body=body, orelse=[], lineno=line, col_offset=0)
+            )
         return out
 
     def if_(self, s: ast.If, depth: int, tail: bool, line: int) -> tuple[list, list]:
         bf, bb = self.block(s.body, depth, tail)
         of, ob = self.block(s.orelse, depth, tail)
         if not bb and not ob:
-            return [ast.If(test=s.test, body=bf or [ast.Pass()], orelse=of, lineno=line, col_offset=0)], []
+            return [
+                ast.If(test=s.test, body=bf or [ast.Pass()], orelse=of, lineno=line, col_offset=0)
+            ], []
         flag = self.fresh("br")
         push, pop = self.record(flag, depth, line)
         fwd_body = [_assign(flag, ast.Constant(True), line), *push, *bf]
         fwd_else = [_assign(flag, ast.Constant(False), line), *push, *of]
         fwd = [ast.If(test=s.test, body=fwd_body, orelse=fwd_else, lineno=line, col_offset=0)]
-        bwd = [*pop, ast.If(test=_n(flag), body=bb or [ast.Pass()], orelse=ob, lineno=line, col_offset=0)]
+        bwd = [
+            *pop,
+            ast.If(test=_n(flag), body=bb or [ast.Pass()], orelse=ob, lineno=line, col_offset=0),
+        ]
         return fwd, bwd
 
-    def loop_adjoint(self, count: str, body_bwd: list[ast.stmt], depth: int, line: int, index: str | None = None) -> list[ast.stmt]:
+    def loop_adjoint(
+        self, count: str, body_bwd: list[ast.stmt], depth: int, line: int, index: str | None = None
+    ) -> list[ast.stmt]:
         target = _n(index or "_ad_k", True)
         it = _call("range", _n(count))
         if index is not None:
             it = _call("reversed", it)
-        return [ast.For(target=target, iter=it, body=body_bwd, orelse=[], lineno=line, col_offset=0)]
+        return [
+            ast.For(target=target, iter=it, body=body_bwd, orelse=[], lineno=line, col_offset=0)
+        ]
 
     def for_(self, s: ast.For, depth: int, line: int) -> tuple[list, list]:
         if s.orelse and self.is_active_block(s.orelse):
@@ -289,24 +375,63 @@ class _Gen:
         if not self.is_active(s.iter):
             bf, bb = self.block(s.body, depth + 1, False)
             if not bb:
-                return [ast.For(target=s.target, iter=s.iter, body=bf or [ast.Pass()], orelse=[], lineno=line, col_offset=0), *of], ob
+                return [
+                    ast.For(
+                        target=s.target,
+                        iter=s.iter,
+                        body=bf or [ast.Pass()],
+                        orelse=[],
+                        lineno=line,
+                        col_offset=0,
+                    ),
+                    *of,
+                ], ob
             count = self.fresh("n")
             push, pop = self.record(count, depth, line)
             fwd = [
                 _assign(count, ast.Constant(0), line),
-                ast.For(target=s.target, iter=s.iter, body=[ast.AugAssign(target=_n(count, True), op=ast.Add(), value=ast.Constant(1), lineno=line, col_offset=0), *bf], orelse=[], lineno=line, col_offset=0),
+                ast.For(
+                    target=s.target,
+                    iter=s.iter,
+                    body=[
+                        ast.AugAssign(
+                            target=_n(count, True),
+                            op=ast.Add(),
+                            value=ast.Constant(1),
+                            lineno=line,
+                            col_offset=0,
+                        ),
+                        *bf,
+                    ],
+                    orelse=[],
+                    lineno=line,
+                    col_offset=0,
+                ),
                 *push,
                 *of,
             ]
-            bwd = [*ob, *pop, *self.loop_adjoint(count, [*bb, *self.reset([tname], line)], depth, line)]
+            bwd = [
+                *ob,
+                *pop,
+                *self.loop_adjoint(count, [*bb, *self.reset([tname], line)], depth, line),
+            ]
             return fwd, bwd
         # An active iterable: materialise it as a list (with a pullback) and
         # index it, so each element's cotangent lands in its slot.
-        seq, seqpb, idx, dseq = self.fresh("seq"), self.fresh("pbseq"), self.fresh("i"), self.fresh("dseq")
+        seq, seqpb, idx, dseq = (
+            self.fresh("seq"),
+            self.fresh("pbseq"),
+            self.fresh("i"),
+            self.fresh("dseq"),
+        )
         bf, bb = self.block(s.body, depth + 1, False)
         self.adjoints.add(tname)
         fwd = [
-            _assign(ast.Tuple(elts=[_n(seq, True), _n(seqpb, True)], ctx=ast.Store()), _call("_ad_rcall", _n("_ad_aslist"), s.iter), line),
+            _assign(
+                ast.Tuple(elts=[_n(seq, True), _n(seqpb, True)], ctx=ast.Store()),
+                _call("_ad_rcall", _n("_ad_aslist"), s.iter),
+                line,
+            ),
         ]
         push1, pop1 = self.record(seq, depth, line)
         push2, pop2 = self.record(seqpb, depth, line)
@@ -325,7 +450,11 @@ class _Gen:
         elem_ct = [
             _assign(
                 ast.Subscript(value=_n(dseq), slice=_n(idx), ctx=ast.Store()),
-                _call("_ad_acc", ast.Subscript(value=_n(dseq), slice=_n(idx), ctx=ast.Load()), _n(d(tname))),
+                _call(
+                    "_ad_acc",
+                    ast.Subscript(value=_n(dseq), slice=_n(idx), ctx=ast.Load()),
+                    _n(d(tname)),
+                ),
                 line,
             ),
             _assign(d(tname), _n(Z), line),
@@ -342,12 +471,26 @@ class _Gen:
             _assign("_ad_c", ast.Call(func=_n(seqpb), args=[_n(dseq)], keywords=[]), line),
         ]
         if isinstance(s.iter, ast.Name) and s.iter.id in self.active:
-            after.append(self.accumulate(s.iter.id, ast.Subscript(value=_n("_ad_c"), slice=ast.Constant(1), ctx=ast.Load()), line))
+            after.append(
+                self.accumulate(
+                    s.iter.id,
+                    ast.Subscript(value=_n("_ad_c"), slice=ast.Constant(1), ctx=ast.Load()),
+                    line,
+                )
+            )
         bwd = [
             *ob,
             *pop2,
             *pop1,
-            _assign(dseq, ast.BinOp(left=ast.List(elts=[_n(Z)], ctx=ast.Load()), op=ast.Mult(), right=_call("len", _n(seq))), line),
+            _assign(
+                dseq,
+                ast.BinOp(
+                    left=ast.List(elts=[_n(Z)], ctx=ast.Load()),
+                    op=ast.Mult(),
+                    right=_call("len", _n(seq)),
+                ),
+                line,
+            ),
             loop,
             *after,
         ]
@@ -360,12 +503,32 @@ class _Gen:
         bf, bb = self.block(s.body, depth + 1, False)
         of, ob = self.block(s.orelse, depth, False)
         if not bb:
-            return [ast.While(test=s.test, body=bf or [ast.Pass()], orelse=[], lineno=line, col_offset=0), *of], ob
+            return [
+                ast.While(
+                    test=s.test, body=bf or [ast.Pass()], orelse=[], lineno=line, col_offset=0
+                ),
+                *of,
+            ], ob
         count = self.fresh("n")
         push, pop = self.record(count, depth, line)
         fwd = [
             _assign(count, ast.Constant(0), line),
-            ast.While(test=s.test, body=[ast.AugAssign(target=_n(count, True), op=ast.Add(), value=ast.Constant(1), lineno=line, col_offset=0), *bf], orelse=[], lineno=line, col_offset=0),
+            ast.While(
+                test=s.test,
+                body=[
+                    ast.AugAssign(
+                        target=_n(count, True),
+                        op=ast.Add(),
+                        value=ast.Constant(1),
+                        lineno=line,
+                        col_offset=0,
+                    ),
+                    *bf,
+                ],
+                orelse=[],
+                lineno=line,
+                col_offset=0,
+            ),
             *push,
             *of,
         ]
@@ -392,7 +555,14 @@ def _plain(s: ast.Assign) -> ast.Assign:
     return s
 
 
-def generate(fn: ast.FunctionDef, active: set[str], freevars: tuple[str, ...], closure_active: bool, filename: str, plain_funcs: frozenset[str] = frozenset()) -> ast.Module:
+def generate(
+    fn: ast.FunctionDef,
+    active: set[str],
+    freevars: tuple[str, ...],
+    closure_active: bool,
+    filename: str,
+    plain_funcs: frozenset[str] = frozenset(),
+) -> ast.Module:
     """The module AST defining ``_ad_factory`` for the ANF function ``fn``."""
     gen = _Gen(active=active, filename=filename, fname=fn.name, plain_funcs=plain_funcs)
     fwd_body, bwd_body = gen.block(fn.body, 0, True)
@@ -400,19 +570,44 @@ def generate(fn: ast.FunctionDef, active: set[str], freevars: tuple[str, ...], c
     params = param_names(fn)
     # Adjoint entry: every adjoint starts at zero; stacks get their cursors.
     init: list[ast.stmt] = []
-    adjoint_names = sorted(gen.adjoints | (set(params) & active) | (set(freevars) & active if closure_active else set()))
+    adjoint_names = sorted(
+        gen.adjoints
+        | (set(params) & active)
+        | (set(freevars) & active if closure_active else set())
+    )
     if adjoint_names:
-        init.append(ast.Assign(targets=[_n(d(a), True) for a in adjoint_names], value=_n(Z), lineno=line, col_offset=0))
+        init.append(
+            ast.Assign(
+                targets=[_n(d(a), True) for a in adjoint_names],
+                value=_n(Z),
+                lineno=line,
+                col_offset=0,
+            )
+        )
     for stack in gen.stacks:
         init.append(_assign(stack[:-2] + "_i", _call("len", _n(stack)), line))
     if closure_active and freevars:
-        df: ast.expr = _call("_ad_fn_tangent", ast.Tuple(elts=[ast.Constant(v) for v in freevars], ctx=ast.Load()), ast.Tuple(elts=[_n(d(v)) if v in active else _n(Z) for v in freevars], ctx=ast.Load()))
+        df: ast.expr = _call(
+            "_ad_fn_tangent",
+            ast.Tuple(elts=[ast.Constant(v) for v in freevars], ctx=ast.Load()),
+            ast.Tuple(elts=[_n(d(v)) if v in active else _n(Z) for v in freevars], ctx=ast.Load()),
+        )
     else:
         df = _n("_ad_NoTangent")
-    result = ast.Tuple(elts=[df, *[_n(d(p)) if p in active else _n(Z) for p in params]], ctx=ast.Load())
+    result = ast.Tuple(
+        elts=[df, *[_n(d(p)) if p in active else _n(Z) for p in params]], ctx=ast.Load()
+    )
     back = ast.FunctionDef(
         name="_ad_back",
-        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg="_ad_dy")], vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+        args=ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(arg="_ad_dy")],
+            vararg=None,
+            kwonlyargs=[],
+            kw_defaults=[],
+            kwarg=None,
+            defaults=[],
+        ),
         body=[*init, *bwd_body, ast.Return(value=result, lineno=line, col_offset=0)],
         decorator_list=[],
         returns=None,

@@ -108,15 +108,12 @@ def _parse(text: str, code: types.CodeType) -> tuple[ast.Module, int]:
 def _find_lambda(tree: ast.AST, code: types.CodeType, shift: int) -> ast.Lambda:
     argnames = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
     lambdas = [
-        n
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Lambda) and n.lineno == code.co_firstlineno
+        n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == code.co_firstlineno
     ]
     same_args = [
         n
         for n in lambdas
-        if tuple(a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs)
-        == argnames
+        if tuple(a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs) == argnames
     ]
     if len(same_args) == 1:
         return same_args[0]
@@ -140,7 +137,5 @@ def _find_lambda(tree: ast.AST, code: types.CodeType, shift: int) -> ast.Lambda:
     if candidates:
         if len(candidates) == 1:
             return candidates[0]
-        raise _no_source(
-            code, "several lambdas on its line look the same; give it a name with def"
-        )
+        raise _no_source(code, "several lambdas on its line look the same; give it a name with def")
     raise _no_source(code, "the lambda was not found in its source line")

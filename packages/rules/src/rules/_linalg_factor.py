@@ -1,0 +1,256 @@
+"""numpy.linalg factorization rules: cholesky, qr, eigh, eigvalsh.
+
+Hermitian inputs (cholesky, eigh, eigvalsh) are differentiated as functions of
+``(a + aᴴ) / 2``: the frule symmetrizes the input tangent and the pullback
+returns a Hermitian cotangent (as ChainRules does). On a Hermitian input that
+equals numpy's function, whose LAPACK call reads only one triangle, in every
+Hermitian direction, and it keeps gradient steps on a covariance Hermitian.
+Conventions and restrictions: LINALG.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rulescore import NoTangent, Tangent, ZeroTangent, frule, rrule, unthunk
+
+from ._linalg_util import (
+    bind,
+    dense,
+    diag_embed,
+    entries,
+    herm,
+    is_zero,
+    mH,
+    nondiff_rest,
+    rdiv,
+    unsupported,
+    warn_gradient,
+)
+from ._util import project
+
+
+def _tril_half(x: np.ndarray) -> np.ndarray:
+    """Φ(x): the strict lower triangle plus half the diagonal."""
+    return np.tril(x, -1) + 0.5 * diag_embed(np.diagonal(x, axis1=-2, axis2=-1))
+
+
+def _cholesky_frule(L: np.ndarray, ȧ: np.ndarray) -> np.ndarray:
+    # L̇ = L Φ(L⁻¹ ȧ L⁻ᴴ) for a Hermitian tangent ȧ.
+    s = rdiv(np.linalg.solve(L, herm(ȧ)), mH(L))
+    return L @ _tril_half(s)
+
+
+def _cholesky_pullback(L: np.ndarray, L̄: np.ndarray) -> np.ndarray:
+    # The adjoint of the frule within Hermitian matrices: with M = Lᴴ L̄,
+    # P = herm(tril(M, -1) + Re(diag M) / 2) and ā = L⁻ᴴ P L⁻¹.
+    m = mH(L) @ L̄
+    p = herm(np.tril(m, -1) + 0.5 * diag_embed(np.diagonal(m, axis1=-2, axis2=-1).real))
+    return herm(rdiv(np.linalg.solve(mH(L), p), L))
+
+
+@rrule.register(np.linalg.cholesky)
+def _(a, *, upper=False):
+    a_ = np.asarray(a)
+    y = np.linalg.cholesky(a_, upper=upper)
+    L = mH(y) if upper else y
+
+    def cholesky_pullback(ȳ):
+        ȳ = unthunk(ȳ)
+        if is_zero(ȳ):
+            return NoTangent(), ȳ
+        L̄ = mH(np.asarray(ȳ)) if upper else np.asarray(ȳ)
+        return NoTangent(), project(a, _cholesky_pullback(L, L̄))
+
+    return y, cholesky_pullback
+
+
+@frule.register(np.linalg.cholesky)
+def _(ḟ, ȧ, a, *, upper=False):
+    y = np.linalg.cholesky(np.asarray(a), upper=upper)
+    if is_zero(ȧ):
+        return y, ZeroTangent()
+    L̇ = _cholesky_frule(mH(y) if upper else y, np.asarray(unthunk(ȧ)))
+    return y, project(y, mH(L̇) if upper else L̇)
+
+
+def _qr_mode(a: np.ndarray, rest: tuple, kw: dict) -> str:
+    mode = bind(np.linalg.qr, (a, *rest), kw)["mode"]
+    m, n = a.shape[-2:]
+    if mode == "reduced" or mode == "r" or (mode == "complete" and m <= n):
+        return mode
+    if mode == "complete":
+        raise unsupported(
+            "numpy.linalg.qr",
+            "mode",
+            mode,
+            f"the last {m - n} columns of Q of a tall {m}x{n} matrix are not unique",
+            "use mode='reduced'",
+        )
+    raise unsupported(
+        "numpy.linalg.qr",
+        "mode",
+        mode,
+        "only Q and R are differentiable",
+        "use mode='reduced' or mode='r'",
+    )
+
+
+def _qr_square_frule(q, r, ȧ):
+    """(Q̇, Ṙ) for m >= n: B = Qᴴ ȧ R⁻¹, C = skew part from tril(B), diag i·Im B."""
+    ȧr = rdiv(ȧ, r)
+    b = mH(q) @ ȧr
+    low = np.tril(b, -1)
+    c = (
+        low - mH(low) + 1j * diag_embed(np.diagonal(b, axis1=-2, axis2=-1).imag)
+        if np.iscomplexobj(b)
+        else low - mH(low)
+    )
+    return ȧr - q @ (b - c), (b - c) @ r
+
+
+def _qr_square_pullback(q, r, q̄, r̄):
+    """ā = (Q̄ + Q B̄) R⁻ᴴ, B̄ = copy of the upper triangle of N = R̄Rᴴ - QᴴQ̄ (real diagonal)."""
+    n_ = r̄ @ mH(r) - mH(q) @ q̄
+    up = np.triu(n_, 1)
+    b̄ = up + mH(up) + diag_embed(np.diagonal(n_, axis1=-2, axis2=-1).real)
+    return rdiv(q̄ + q @ b̄, mH(r))
+
+
+@rrule.register(np.linalg.qr)
+def _(a, *rest, **kw):
+    a_ = np.asarray(a)
+    mode = _qr_mode(a_, rest, kw)
+    out = np.linalg.qr(a_, *rest, **kw)
+    q, r = np.linalg.qr(a_) if mode == "r" else out
+    m, n = a_.shape[-2:]
+
+    def qr_pullback(ȳ):
+        if mode == "r":
+            q̄, r̄ = ZeroTangent(), unthunk(ȳ)
+        else:
+            q̄, r̄ = entries(ȳ, 2)
+        if is_zero(q̄) and is_zero(r̄):
+            return NoTangent(), ZeroTangent(), *nondiff_rest(rest)
+        q̄, r̄ = dense(q̄, q), dense(r̄, r)
+        if m >= n:
+            ā = _qr_square_pullback(q, r, q̄, r̄)
+        else:
+            # Wide: a = [x | y] with x square, R = [Rx | Qᴴ y] (Liao et al. 2019).
+            y_, v̄ = a_[..., m:], r̄[..., m:]
+            x̄ = _qr_square_pullback(q, r[..., :m], q̄ + y_ @ mH(v̄), r̄[..., :m])
+            ā = np.concatenate([x̄, q @ v̄], axis=-1)
+        return NoTangent(), project(a, ā), *nondiff_rest(rest)
+
+    return out, qr_pullback
+
+
+@frule.register(np.linalg.qr)
+def _(ḟ, *args, **kw):
+    h = len(args) // 2
+    ȧ, a, rest = args[0], np.asarray(args[h]), args[h + 1 :]
+    mode = _qr_mode(a, rest, kw)
+    out = np.linalg.qr(a, *rest, **kw)
+    if is_zero(ȧ):
+        return out, ZeroTangent()
+    q, r = np.linalg.qr(a) if mode == "r" else out
+    ȧ = np.asarray(unthunk(ȧ))
+    m, n = a.shape[-2:]
+    if m >= n:
+        q̇, ṙ = _qr_square_frule(q, r, ȧ)
+    else:
+        q̇, ṙx = _qr_square_frule(q, r[..., :m], ȧ[..., :m])
+        v̇ = mH(q̇) @ a[..., m:] + mH(q) @ ȧ[..., m:]
+        ṙ = np.concatenate([ṙx, v̇], axis=-1)
+    if mode == "r":
+        return out, project(r, ṙ)
+    return out, Tangent[type(out)](Q=project(q, q̇), R=project(r, ṙ))
+
+
+def _inv_gaps(w: np.ndarray, fname: str, used: bool) -> np.ndarray:
+    """F[i, j] = 1/(w[j] - w[i]) off the diagonal; 0 on it and for (near-)equal pairs."""
+    gaps = w[..., None, :] - w[..., :, None]
+    scale = np.max(np.abs(w), axis=-1, keepdims=True)[..., None]
+    tol = 10 * w.shape[-1] * np.finfo(w.dtype).eps * np.maximum(scale, np.finfo(w.dtype).tiny)
+    close = np.abs(gaps) <= tol
+    k = w.shape[-1]
+    degenerate = close & ~np.eye(k, dtype=bool)
+    if used and degenerate.any():
+        warn_gradient(
+            fname,
+            "(nearly) equal eigenvalues: the eigenvector terms that diverge were set to "
+            "zero, which is exact only for losses invariant under rotations of the "
+            "eigenvectors within each degenerate eigenspace (see LINALG.md).",
+        )
+    with np.errstate(divide="ignore"):
+        return np.where(close, 0.0, 1.0 / np.where(close, 1.0, gaps))
+
+
+def _check_uplo(fname, a, rest, kw, f):
+    uplo = bind(f, (a, *rest), kw)["UPLO"]
+    if uplo not in ("L", "U"):
+        raise ValueError(f"{fname}: UPLO must be 'L' or 'U', got {uplo!r}")
+
+
+@rrule.register(np.linalg.eigh)
+def _(a, *rest, **kw):
+    a_ = np.asarray(a)
+    _check_uplo("numpy.linalg.eigh", a_, rest, kw, np.linalg.eigh)
+    res = np.linalg.eigh(a_, *rest, **kw)
+    w, v = res
+
+    def eigh_pullback(ȳ):
+        w̄, v̄ = entries(ȳ, 2)
+        if is_zero(w̄) and is_zero(v̄):
+            return NoTangent(), ZeroTangent(), *nondiff_rest(rest)
+        p̄ = diag_embed(dense(w̄, w).astype(v.dtype))
+        if not is_zero(v̄):
+            # V̇ = V (F ∘ P) with P = Vᴴ ȧ V; the diagonal (phase) of Vᴴ V̄ is gauge.
+            f = _inv_gaps(w, "numpy.linalg.eigh", used=True)
+            p̄ = p̄ + f * (mH(v) @ np.asarray(v̄))
+        return NoTangent(), project(a, herm(v @ p̄ @ mH(v))), *nondiff_rest(rest)
+
+    return res, eigh_pullback
+
+
+@frule.register(np.linalg.eigh)
+def _(ḟ, *args, **kw):
+    h = len(args) // 2
+    ȧ, a, rest = args[0], np.asarray(args[h]), args[h + 1 :]
+    _check_uplo("numpy.linalg.eigh", a, rest, kw, np.linalg.eigh)
+    res = np.linalg.eigh(a, *rest, **kw)
+    if is_zero(ȧ):
+        return res, ZeroTangent()
+    w, v = res
+    p = mH(v) @ herm(np.asarray(unthunk(ȧ))) @ v
+    ẇ = np.diagonal(p, axis1=-2, axis2=-1).real
+    v̇ = v @ (_inv_gaps(w, "numpy.linalg.eigh", used=True) * p)
+    return res, Tangent[type(res)](eigenvalues=project(w, ẇ), eigenvectors=project(v, v̇))
+
+
+@rrule.register(np.linalg.eigvalsh)
+def _(a, *rest, **kw):
+    a_ = np.asarray(a)
+    _check_uplo("numpy.linalg.eigvalsh", a_, rest, kw, np.linalg.eigvalsh)
+    w, v = np.linalg.eigh(a_, *rest, **kw)
+
+    def eigvalsh_pullback(w̄):
+        w̄ = unthunk(w̄)
+        if is_zero(w̄):
+            return NoTangent(), w̄, *nondiff_rest(rest)
+        ā = (v * np.asarray(w̄)[..., None, :]) @ mH(v)
+        return NoTangent(), project(a, herm(ā)), *nondiff_rest(rest)
+
+    return w, eigvalsh_pullback
+
+
+@frule.register(np.linalg.eigvalsh)
+def _(ḟ, *args, **kw):
+    h = len(args) // 2
+    ȧ, a, rest = args[0], np.asarray(args[h]), args[h + 1 :]
+    _check_uplo("numpy.linalg.eigvalsh", a, rest, kw, np.linalg.eigvalsh)
+    w, v = np.linalg.eigh(a, *rest, **kw)
+    if is_zero(ȧ):
+        return w, ZeroTangent()
+    ẇ = np.einsum("...ji,...jk,...ki->...i", v.conj(), herm(np.asarray(unthunk(ȧ))), v).real
+    return w, project(w, ẇ)

@@ -1,0 +1,85 @@
+"""Rules for building arrays: ``np.array``/``np.asarray`` from nested lists, copies
+and the ``*_like`` constructors.
+
+``np.array(x)`` is linear in ``x``: a nested list of scalars or arrays gets a
+cotangent list of the same nesting (scalars get scalars, arrays arrays), an
+array gets an array. An explicit integer or bool ``dtype`` truncates, so the
+argument then gets ``NoTangent()``. ``zeros_like``/``ones_like``/``empty_like``
+only read the shape and dtype of their argument: non-differentiable.
+``full_like(a, v)`` is differentiable in the fill value ``v`` only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rulescore import (
+    AbstractZero,
+    NoTangent,
+    ZeroTangent,
+    frule,
+    non_differentiable,
+    rrule,
+    unthunk,
+)
+
+from ._numpy_linear import dense, project_nested, register_linear
+
+_NO = NoTangent()
+
+
+def _truncating(dtype: Any) -> bool:
+    return dtype is not None and np.dtype(dtype).kind in "biu"
+
+
+def _array_adjoint(ȳ: Any, x: Any, dtype: Any = None, *rest: Any, **kw: Any) -> Any:
+    if _truncating(kw.get("dtype", dtype)):
+        return _NO
+    return _copy_adjoint(ȳ, x)
+
+
+def _copy_adjoint(ȳ: Any, x: Any, *rest: Any, **kw: Any) -> Any:
+    ȳ = np.asarray(ȳ)
+    shape = np.shape(x)
+    # ndmin= and ascontiguousarray's 1-d promotion of scalars add unit axes.
+    return ȳ if ȳ.shape == shape else ȳ.reshape(shape)
+
+
+for _f in (np.array, np.asarray, np.asanyarray, np.ascontiguousarray):
+    register_linear(_f, _array_adjoint, _f.__name__)
+register_linear(np.copy, _copy_adjoint, "copy")
+
+non_differentiable(np.zeros_like)
+non_differentiable(np.ones_like)
+non_differentiable(np.empty_like)
+
+
+@rrule.register(np.full_like)
+def _(a, fill_value, *rest: Any, **kw: Any) -> Any:
+    y = np.full_like(a, fill_value, *rest, **kw)
+    nots = (_NO,) * len(rest)
+    truncating = y.dtype.kind in "biu"
+
+    def full_like_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        if isinstance(ȳ, AbstractZero) or truncating:
+            return (_NO, _NO, ZeroTangent() if not truncating else _NO, *nots)
+        total = np.sum(ȳ, axis=tuple(range(np.ndim(ȳ) - np.ndim(fill_value))))
+        return (_NO, _NO, project_nested(fill_value, total), *nots)
+
+    return y, full_like_pullback
+
+
+@frule.register(np.full_like)
+def _(ḟ, *args: Any, **kw: Any) -> Any:
+    n = len(args) // 2
+    a, fill_value, rest = args[n], args[n + 1], args[n + 2 :]
+    y = np.full_like(a, fill_value, *rest, **kw)
+    v̇ = unthunk(args[1])
+    if y.dtype.kind in "biu":
+        return y, _NO
+    if isinstance(v̇, AbstractZero):
+        return y, ZeroTangent()
+    return y, np.broadcast_to(dense(v̇, fill_value), y.shape).astype(y.dtype)

@@ -1,0 +1,200 @@
+"""Rules for numpy's products: matmul (and ``@``), dot, vdot, inner, outer,
+tensordot, kron and cross.
+
+Each product is linear in each argument, so the pushforward is
+``f(ȧ, b) + f(a, ḃ)`` and the pullback needs the two partial adjoints, which
+are listed in a table (see :func:`rules._numpy_linear.register_bilinear`).
+For complex arguments the adjoint conjugates the other factor: in
+``C = A @ B``, ``Ā = C̄ @ conj(B)ᵀ`` and ``B̄ = conj(A)ᵀ @ C̄``. The cotangents
+are thunks, computed only if used.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from ._numpy_linear import conj, register_bilinear, sum_to
+
+__all__ = ["tensordot_adjoints"]
+
+
+def _matmul_operands(ȳ: Any, a: Any, b: Any) -> tuple:
+    """``a``, ``b`` and ``ȳ`` with matmul's 1-d promotions made explicit."""
+    A, B, Y = np.asarray(a), np.asarray(b), np.asarray(ȳ)
+    if B.ndim == 1:
+        B, Y = B[:, None], Y[..., None]
+    if A.ndim == 1:
+        A, Y = A[None, :], Y[..., None, :]
+    return A, B, Y
+
+
+def _matmul_grad_a(ȳ: Any, a: Any, b: Any, **kw: Any) -> np.ndarray:
+    A, B, Y = _matmul_operands(ȳ, a, b)
+    return sum_to(Y @ conj(B).swapaxes(-1, -2), A.shape).reshape(np.shape(a))
+
+
+def _matmul_grad_b(ȳ: Any, a: Any, b: Any, **kw: Any) -> np.ndarray:
+    A, B, Y = _matmul_operands(ȳ, a, b)
+    return sum_to(conj(A).swapaxes(-1, -2) @ Y, B.shape).reshape(np.shape(b))
+
+
+def tensordot_adjoints(ȳ: Any, A: np.ndarray, B: np.ndarray, ia: list, ib: list) -> tuple:
+    """Cotangents of ``A`` and ``B`` in ``tensordot(A, B, (ia, ib))``, as two functions.
+
+    The output's axes are ``A``'s free axes then ``B``'s; contracting the
+    cotangent with the other factor over that factor's free axes leaves the
+    summed axes, which are then put back in place.
+    """
+    ia = [i % A.ndim for i in ia]
+    ib = [i % B.ndim for i in ib]
+    free_a = [i for i in range(A.ndim) if i not in ia]
+    free_b = [i for i in range(B.ndim) if i not in ib]
+    Y = np.asarray(ȳ)
+    na = len(free_a)
+
+    def grad_a() -> np.ndarray:
+        G = np.tensordot(Y, conj(B), (list(range(na, Y.ndim)), free_b))
+        # G's axes: A's free axes, then B's summed axes in B's order.
+        order = free_a + [ia[j] for j in np.argsort(ib)]
+        return np.transpose(G, np.argsort(order))
+
+    def grad_b() -> np.ndarray:
+        G = np.tensordot(conj(A), Y, (free_a, list(range(na))))
+        order = [ib[j] for j in np.argsort(ia)] + free_b
+        return np.transpose(G, np.argsort(order))
+
+    return grad_a, grad_b
+
+
+def _tensordot_axes(A: np.ndarray, axes: Any) -> tuple:
+    if np.ndim(axes) == 0:
+        n = int(axes)
+        return list(range(A.ndim - n, A.ndim)), list(range(n))
+    ia, ib = axes
+    return list(np.atleast_1d(ia)), list(np.atleast_1d(ib))
+
+
+def _tensordot_grad(which: int) -> Any:
+    def grad(ȳ: Any, a: Any, b: Any, axes: Any = 2) -> np.ndarray:
+        A, B = np.asarray(a), np.asarray(b)
+        return tensordot_adjoints(ȳ, A, B, *_tensordot_axes(A, axes))[which]()
+
+    return grad
+
+
+def _scalar_product_grads(ȳ: Any, a: Any, b: Any, which: int) -> np.ndarray:
+    """Products where one factor is a scalar (0-d): plain broadcasting multiplication."""
+    if which == 0:
+        return sum_to(np.asarray(ȳ * conj(np.asarray(b))), np.shape(a))
+    return sum_to(np.asarray(conj(np.asarray(a)) * ȳ), np.shape(b))
+
+
+def _dot_grad(which: int) -> Any:
+    def grad(ȳ: Any, a: Any, b: Any, **kw: Any) -> np.ndarray:
+        A, B = np.asarray(a), np.asarray(b)
+        if A.ndim == 0 or B.ndim == 0:
+            return _scalar_product_grads(ȳ, A, B, which)
+        if A.ndim <= 2 and B.ndim <= 2:
+            return (_matmul_grad_a, _matmul_grad_b)[which](ȳ, A, B)
+        return tensordot_adjoints(ȳ, A, B, [-1], [max(B.ndim - 2, 0)])[which]()
+
+    return grad
+
+
+def _inner_grad(which: int) -> Any:
+    def grad(ȳ: Any, a: Any, b: Any) -> np.ndarray:
+        A, B = np.asarray(a), np.asarray(b)
+        if A.ndim == 0 or B.ndim == 0:
+            return _scalar_product_grads(ȳ, A, B, which)
+        return tensordot_adjoints(ȳ, A, B, [-1], [-1])[which]()
+
+    return grad
+
+
+def _outer_grad(which: int) -> Any:
+    def grad(ȳ: Any, a: Any, b: Any, **kw: Any) -> np.ndarray:
+        A, B = np.ravel(a), np.ravel(b)
+        return tensordot_adjoints(ȳ, A, B, [], [])[which]().reshape(np.shape((a, b)[which]))
+
+    return grad
+
+
+def _vdot_grad_a(ȳ: Any, a: Any, b: Any) -> np.ndarray:
+    # vdot(a, b) = Σ conj(a) b is antilinear in a: ā = b·conj(ȳ).
+    return (np.asarray(b) * np.conj(ȳ)).reshape(np.shape(a))
+
+
+def _vdot_grad_b(ȳ: Any, a: Any, b: Any) -> np.ndarray:
+    return (np.asarray(a) * ȳ).reshape(np.shape(b))
+
+
+def _kron_operands(a: Any, b: Any) -> tuple:
+    A, B = np.asarray(a), np.asarray(b)
+    d = max(A.ndim, B.ndim)
+    return A.reshape((1,) * (d - A.ndim) + A.shape), B.reshape((1,) * (d - B.ndim) + B.shape)
+
+
+def _kron_grad(which: int) -> Any:
+    def grad(ȳ: Any, a: Any, b: Any) -> np.ndarray:
+        A, B = _kron_operands(a, b)
+        # kron(A, B)[i*n + j] = A[i] B[j] axis by axis: split each output axis in two.
+        Y = np.reshape(ȳ, [n for pair in zip(A.shape, B.shape) for n in pair])
+        d = A.ndim
+        ya, yb = list(range(0, 2 * d, 2)), list(range(1, 2 * d, 2))
+        if which == 0:
+            G = np.einsum(Y, list(range(2 * d)), conj(B), yb, ya)
+        else:
+            G = np.einsum(Y, list(range(2 * d)), conj(A), ya, yb)
+        return G.reshape(np.shape((a, b)[which]))
+
+    return grad
+
+
+def _cross_axes(kw: dict) -> tuple:
+    if "axis" in kw and kw["axis"] is not None:
+        return (kw["axis"],) * 3
+    return kw.get("axisa", -1), kw.get("axisb", -1), kw.get("axisc", -1)
+
+
+def _cross_grad(which: int) -> Any:
+    def grad(ȳ: Any, a: Any, b: Any, **kw: Any) -> np.ndarray:
+        axa, axb, axc = _cross_axes(kw)
+        A = np.moveaxis(np.asarray(a), axa, -1)
+        B = np.moveaxis(np.asarray(b), axb, -1)
+        Y = np.moveaxis(np.asarray(ȳ), axc, -1) if np.ndim(ȳ) else ȳ
+        if which == 0:  # ā = conj(b) × ȳ: the adjoint of a ↦ a × b
+            return np.moveaxis(sum_to(np.cross(conj(B), Y), A.shape), -1, axa)
+        return np.moveaxis(sum_to(np.cross(Y, conj(A)), B.shape), -1, axb)
+
+    return grad
+
+
+def _check_cross(a: Any, b: Any, **kw: Any) -> None:
+    axa, axb, _ = _cross_axes(kw)
+    if np.shape(a)[axa] != 3 or np.shape(b)[axb] != 3:
+        raise NotImplementedError(
+            "np.cross has a derivative rule for 3-vectors only (numpy deprecates 2-vectors).\n"
+            "To fix: pad 2-vectors with a zero third component."
+        )
+
+
+# ``a @ b`` where either side is an array (the third entry settles ties).
+_OPERATOR_MATMUL = tuple(
+    (operator.matmul, types)
+    for types in ((np.ndarray, object), (object, np.ndarray), (np.ndarray, np.ndarray))
+)
+_BILINEAR = [
+    (np.matmul, _matmul_grad_a, _matmul_grad_b, _OPERATOR_MATMUL),
+    (np.dot, _dot_grad(0), _dot_grad(1), ()),
+    (np.vdot, _vdot_grad_a, _vdot_grad_b, ()),
+    (np.inner, _inner_grad(0), _inner_grad(1), ()),
+    (np.outer, _outer_grad(0), _outer_grad(1), ()),
+    (np.tensordot, _tensordot_grad(0), _tensordot_grad(1), ()),
+    (np.kron, _kron_grad(0), _kron_grad(1), ()),
+]
+for _f, _grad_a, _grad_b, _also in _BILINEAR:
+    register_bilinear(_f, _grad_a, _grad_b, _f.__name__, functions=_also)
+register_bilinear(np.cross, _cross_grad(0), _cross_grad(1), "cross", check=_check_cross)

@@ -1,0 +1,196 @@
+"""Structural rules for tuples, lists and dicts: indexing, ``+`` and ``*``.
+
+``operator.getitem`` on a tuple, list or dict, tuple/list concatenation
+(``operator.add``) and repetition by an integer (``operator.mul``). The
+cotangent of a container is a ``Tangent[type(x)]`` (positional for tuples and
+lists, a mapping for dicts), never a bare tuple: ``+`` on tuples concatenates,
+while tangents must add entrywise. The helpers ``seq_entries`` and
+``seq_cotangent`` are shared with the builtins rules (``sum``, ``max``, ``zip``).
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+from typing import Any
+
+import numpy as np
+
+from rulescore import (
+    AbstractZero,
+    NoTangent,
+    ProjectTo,
+    Tangent,
+    ZeroTangent,
+    frule,
+    rrule,
+    unthunk,
+)
+
+__all__ = ["seq_cotangent", "seq_entries"]
+
+_NO = NoTangent()
+_ZERO = ZeroTangent()
+_Seq = tuple | list
+
+
+def seq_entries(t: Any, n: int) -> list:
+    """The ``n`` entries of a sequence (co)tangent: a zero, ``Tangent``, tuple, list or array."""
+    t = unthunk(t)
+    if isinstance(t, AbstractZero):
+        return [_ZERO] * n
+    entries = list(t)
+    if len(entries) != n:
+        raise ValueError(f"a tangent of a sequence of {n} entries has {len(entries)} entries")
+    return entries
+
+
+def seq_cotangent(x: Any, entries: list) -> Any:
+    """The projected cotangent of the sequence ``x`` with the given entries.
+
+    A tuple or list gets ``Tangent[type(x)]``; a namedtuple a ``Tangent`` of its
+    fields; an array an array (zeros filled in).
+    """
+    if isinstance(x, np.ndarray):
+        nonzero = [(k, e) for k, e in enumerate(entries) if not isinstance(e, AbstractZero)]
+        if not nonzero:
+            return _ZERO
+        dtype = np.result_type(x.dtype, np.float32, *(np.asarray(e).dtype for _, e in nonzero))
+        out = np.zeros(x.shape, dtype=dtype)
+        for k, e in nonzero:
+            out[k] = e
+        return ProjectTo(x)(out)
+    fields = getattr(type(x), "_fields", None)
+    if fields is not None:
+        t = Tangent[type(x)](**dict(zip(fields, entries)))
+    else:
+        t = Tangent[type(x)](*entries)
+    return ProjectTo(x)(t)
+
+
+def _index_entries(n: int, i: Any, ȳ: Any) -> list:
+    entries: list = [_ZERO] * n
+    if isinstance(i, slice):
+        idx = range(n)[i]
+        for k, v in zip(idx, seq_entries(ȳ, len(idx))):
+            entries[k] = v
+    else:
+        entries[i] = ȳ
+    return entries
+
+
+@rrule.register(operator.getitem)
+def _(x: _Seq, i: numbers.Integral | slice):
+    Ω = x[i]
+
+    def getitem_pullback(ȳ):
+        ȳ = unthunk(ȳ)
+        if isinstance(ȳ, AbstractZero):
+            return _NO, _ZERO, _NO
+        return _NO, seq_cotangent(x, _index_entries(len(x), i, ȳ)), _NO
+
+    return Ω, getitem_pullback
+
+
+@frule.register(operator.getitem)
+def _(ḟ, ẋ, i̇, x: _Seq, i: numbers.Integral | slice):
+    Ω = x[i]
+    ẋ = unthunk(ẋ)
+    if isinstance(ẋ, AbstractZero):
+        return Ω, _ZERO
+    entries = seq_entries(ẋ, len(x))[i]
+    if isinstance(i, slice):
+        return Ω, Tangent[type(Ω)](*entries)
+    return Ω, entries
+
+
+@rrule.register(operator.getitem)
+def _(x: dict, k):
+    Ω = x[k]
+
+    def getitem_pullback(ȳ):
+        ȳ = unthunk(ȳ)
+        if isinstance(ȳ, AbstractZero):
+            return _NO, _ZERO, _NO
+        return _NO, Tangent[dict]({k: ProjectTo(Ω)(ȳ)}), _NO
+
+    return Ω, getitem_pullback
+
+
+@frule.register(operator.getitem)
+def _(ḟ, ẋ, k̇, x: dict, k):
+    Ω = x[k]
+    ẋ = unthunk(ẋ)
+    if isinstance(ẋ, AbstractZero):
+        return Ω, _ZERO
+    return Ω, ẋ[k] if isinstance(ẋ, Tangent) else ẋ.get(k, _ZERO)
+
+
+def _concat_rrule(x, y):
+    Ω = x + y
+
+    def concat_pullback(ȳ):
+        ȳ = unthunk(ȳ)
+        if isinstance(ȳ, AbstractZero):
+            return _NO, _ZERO, _ZERO
+        entries = seq_entries(ȳ, len(x) + len(y))
+        n = len(x)
+        return _NO, seq_cotangent(x, entries[:n]), seq_cotangent(y, entries[n:])
+
+    return Ω, concat_pullback
+
+
+def _concat_frule(ḟ, ẋ, ẏ, x, y):
+    Ω = x + y
+    if isinstance(unthunk(ẋ), AbstractZero) and isinstance(unthunk(ẏ), AbstractZero):
+        return Ω, _ZERO
+    return Ω, Tangent[type(Ω)](*seq_entries(ẋ, len(x)), *seq_entries(ẏ, len(y)))
+
+
+def _repeat_rrule(x, k):
+    Ω = x * k
+
+    def repeat_pullback(ȳ):
+        ȳ = unthunk(ȳ)
+        n = len(x)
+        if isinstance(ȳ, AbstractZero) or n == 0:
+            return _NO, _ZERO, _NO
+        entries = seq_entries(ȳ, len(Ω))
+        # each entry of x appears max(k, 0) times: its cotangent sums the copies
+        summed = [sum(entries[j::n], _ZERO) for j in range(n)]
+        return _NO, seq_cotangent(x, summed), _NO
+
+    return Ω, repeat_pullback
+
+
+def _repeat_frule(ḟ, ẋ, k̇, x, k):
+    Ω = x * k
+    if isinstance(unthunk(ẋ), AbstractZero):
+        return Ω, _ZERO
+    return Ω, Tangent[type(Ω)](*(seq_entries(ẋ, len(x)) * k))
+
+
+def _rrepeat_rrule(k, x):
+    Ω, pb = _repeat_rrule(x, k)
+
+    def rrepeat_pullback(ȳ):
+        f̄, x̄, k̄ = pb(ȳ)
+        return f̄, k̄, x̄
+
+    return Ω, rrepeat_pullback
+
+
+def _rrepeat_frule(ḟ, k̇, ẋ, k, x):
+    return _repeat_frule(ḟ, ẋ, k̇, x, k)
+
+
+# ``t += u`` on tuples makes a new tuple (on lists it mutates: no rule).
+rrule.register_signature(operator.iadd, _concat_rrule, (tuple, tuple))
+frule.register_signature(operator.iadd, _concat_frule, (tuple, tuple))
+for _T in (tuple, list):
+    rrule.register_signature(operator.add, _concat_rrule, (_T, _T))
+    frule.register_signature(operator.add, _concat_frule, (_T, _T))
+    rrule.register_signature(operator.mul, _repeat_rrule, (_T, numbers.Integral))
+    frule.register_signature(operator.mul, _repeat_frule, (_T, numbers.Integral))
+    rrule.register_signature(operator.mul, _rrepeat_rrule, (numbers.Integral, _T))
+    frule.register_signature(operator.mul, _rrepeat_frule, (numbers.Integral, _T))

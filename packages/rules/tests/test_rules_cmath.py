@@ -1,0 +1,89 @@
+"""Rules of the ``cmath`` module, checked by finite differences."""
+
+from __future__ import annotations
+
+import cmath
+
+import pytest
+
+import rules  # noqa: F401  (registers the rules)
+from rulescore import NoTangent, Tangent, frule, rrule
+from rulestest import test_frule, test_rrule
+
+F64 = {"rtol": 1e-7, "atol": 1e-9}
+NO = NoTangent()
+
+HOLOMORPHIC = [
+    "exp",
+    "log",
+    "log10",
+    "sqrt",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+]
+# points in each quadrant and a real argument, away from branch cuts
+POINTS = [0.37 + 0.81j, -0.6 - 0.3j, -0.45 + 0.2j, 0.4]
+
+
+@pytest.mark.parametrize("z", POINTS, ids=repr)
+@pytest.mark.parametrize("name", HOLOMORPHIC)
+def test_holomorphic(name, z):
+    f = getattr(cmath, name)
+    test_rrule(f, z, **F64)
+    test_frule(f, z, **F64)
+
+
+@pytest.mark.parametrize(
+    "f, args",
+    [
+        (cmath.log, (1.0 + 2.0j, 3.0 - 1.0j)),
+        (cmath.log, (1.0 + 2.0j, 3.0)),
+        (cmath.rect, (1.3, 0.4)),
+        (cmath.rect, (-0.5, 2.4)),
+        (cmath.phase, (1.0 + 2.0j,)),
+        (cmath.phase, (-1.0 - 0.5j,)),
+        (cmath.phase, (1.5,)),
+        (cmath.polar, (1.0 + 2.0j,)),
+        (cmath.polar, (-0.3 + 0.5j,)),
+    ],
+    ids=repr,
+)
+def test_other(f, args):
+    test_rrule(f, *args, **F64)
+    test_frule(f, *args, **F64)
+
+
+def test_phase_and_polar_at_zero_are_subgradient_zero():
+    _, pb = rrule(cmath.phase, 0j)
+    assert pb(1.0) == (NO, 0j)
+    _, pb = rrule(cmath.polar, 0j)
+    assert pb((1.0, 1.0)) == (NO, 0j)
+    assert frule((None, 1.0 + 1.0j), cmath.polar, 0j)[1] == Tangent[tuple](0.0, 0.0)
+
+
+def test_branch_point_derivative_is_infinite_not_an_error():
+    _, pb = rrule(cmath.sqrt, 0j)
+    assert cmath.isinf(pb(1.0)[1])
+
+
+def test_log_at_zero_raises_value_error():
+    with pytest.raises(ValueError):
+        rrule(cmath.log, 0j)
+    with pytest.raises(ValueError):
+        frule((None, 1.0), cmath.log, 0.0)
+
+
+@pytest.mark.parametrize("f", [cmath.isnan, cmath.isinf, cmath.isfinite])
+def test_non_differentiable(f):
+    y, pb = rrule(f, 1.0 + 1.0j)
+    assert y is f(1.0 + 1.0j) and pb(1.0) == (NO, NO)

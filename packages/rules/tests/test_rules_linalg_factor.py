@@ -1,0 +1,276 @@
+"""Rules for cholesky, qr, eigh and eigvalsh, and a Gaussian log-density
+composed from the cholesky and solve pullbacks.
+
+cholesky/eigh/eigvalsh are differentiated as functions of herm(a) = (a + aᴴ)/2
+(LINALG.md), while finite differences of numpy's function see only one triangle
+of ``a``. So they are tested through ``g(x) = f(herm(x))``, whose rules are the
+registered ones composed by hand with herm's (self-adjoint) derivative.
+"""
+
+import numpy as np
+import pytest
+
+import rules
+from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, frule, rrule, unthunk
+from rulestest import primal_and_tangent, test_frule, test_rrule
+
+test_rrule.__test__ = False
+test_frule.__test__ = False
+
+RNG = np.random.default_rng(7)
+DTYPES = [np.float64, np.complex128]
+TOL = 1e-7
+
+
+def rand(*shape, dtype=np.float64):
+    x = RNG.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * RNG.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def mH(x):
+    return np.conj(np.swapaxes(x, -1, -2))
+
+
+def herm(x):
+    return 0.5 * (x + mH(x))
+
+
+def spd(*shape, dtype=np.float64):
+    x = rand(*shape, dtype=dtype)
+    return x @ mH(x) + shape[-1] * np.eye(shape[-1])
+
+
+def both(f, *args, tol=TOL, **kw):
+    test_rrule(f, *args, rtol=tol, atol=tol, **kw)
+    test_frule(f, *args, rtol=tol, atol=tol, **kw)
+
+
+def on_herm(f, post=None):
+    """``g(x, **kw) = post(f(herm(x), **kw))`` with rules composed from f's.
+
+    ``post`` (optional) maps f's output to a gauge-invariant value; it comes as
+    ``(forward, pushforward, pullback)`` functions of (output, ...).
+    """
+
+    def g(x, **kw):
+        y = f(herm(np.asarray(x)), **kw)
+        return y if post is None else post[0](y)
+
+    @rrule.register(g)
+    def _(x, **kw):
+        y, pb = rrule(f, herm(np.asarray(x)), **kw)
+
+        def g_pullback(z̄):
+            z̄ = unthunk(z̄)
+            if isinstance(z̄, AbstractZero):
+                return NoTangent(), z̄
+            ȳ = z̄ if post is None else post[2](y, z̄)
+            return NoTangent(), herm(pb(ȳ)[1])
+
+        return (y if post is None else post[0](y)), g_pullback
+
+    @frule.register(g)
+    def _(ḟ, ẋ, x, **kw):
+        y, ẏ = frule((ḟ, herm(np.asarray(ẋ))), f, herm(np.asarray(x)), **kw)
+        return (y, ẏ) if post is None else (post[0](y), post[1](y, ẏ))
+
+    g.__qualname__ = f"{f.__name__}∘herm"
+    return g
+
+
+chol_h = on_herm(np.linalg.cholesky)
+eigvalsh_h = on_herm(np.linalg.eigvalsh)
+# Real eigenvectors are unique up to sign, which finite differences follow.
+eigh_h = on_herm(np.linalg.eigh)
+
+
+# Complex eigenvectors carry an arbitrary phase per column: compare the
+# gauge-invariant (eigenvalues, |V|², V diag(w) Vᴴ) instead.
+def _eigh_post_f(y):
+    w, v = y
+    return w, np.abs(v) ** 2, (v * w[..., None, :]) @ mH(v)
+
+
+def _eigh_post_fwd(y, ẏ):
+    w, v = y
+    ẇ, v̇ = ẏ.eigenvalues, ẏ.eigenvectors
+    recon = (v̇ * w[..., None, :]) @ mH(v)
+    return ẇ, 2 * np.real(np.conj(v) * v̇), recon + mH(recon) + (v * ẇ[..., None, :]) @ mH(v)
+
+
+def _eigh_post_back(y, z̄):
+    w, v = y
+    w̄, p̄, r̄ = z̄
+    r̄ = np.asarray(r̄)
+    v̄ = 2 * np.asarray(p̄) * v + (r̄ + mH(r̄)) @ v * w[..., None, :]
+    w̄ = np.asarray(w̄) + np.einsum("...ji,...jk,...ki->...i", v.conj(), r̄, v).real
+    return (w̄, v̄)
+
+
+eigh_invariant = on_herm(np.linalg.eigh, (_eigh_post_f, _eigh_post_fwd, _eigh_post_back))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (2, 3, 3)])
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky(shape, dtype, upper):
+    both(chol_h, spd(*shape, dtype=dtype), fkwargs={"upper": upper})
+
+
+def test_cholesky_cotangent_is_hermitian():
+    a = spd(3, 3, dtype=np.complex128)
+    _, pb = rrule(np.linalg.cholesky, a)
+    ā = pb(rand(3, 3, dtype=np.complex128))[1]
+    np.testing.assert_allclose(ā, mH(ā), atol=1e-14)
+    # Real primal, real cotangent, even for a complex output cotangent.
+    _, pb = rrule(np.linalg.cholesky, spd(3, 3))
+    assert pb(rand(3, 3, dtype=np.complex128))[1].dtype == np.float64
+
+
+def test_cholesky_not_positive_definite():
+    with pytest.raises(np.linalg.LinAlgError):
+        rrule(np.linalg.cholesky, -np.eye(2))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 3), (2, 3, 3)])
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigvalsh(shape, dtype, uplo):
+    both(eigvalsh_h, rand(*shape, dtype=dtype), fkwargs={"UPLO": uplo})
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 3, 3)])
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigh_real(shape, uplo):
+    both(eigh_h, rand(*shape), fkwargs={"UPLO": uplo})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 3), (2, 3, 3)])
+def test_eigh_gauge_invariant(shape, dtype):
+    both(eigh_invariant, rand(*shape, dtype=dtype))
+
+
+@pytest.mark.parametrize(
+    "ȳ",
+    [
+        lambda w, v: (w, ZeroTangent()),
+        lambda w, v: Tangent[np.linalg._linalg.EighResult](eigenvalues=w),
+        lambda w, v: Tangent[tuple](w, ZeroTangent()),
+    ],
+    ids=["tuple", "Tangent[EighResult]", "Tangent[tuple]"],
+)
+def test_eigh_values_only_cotangents(ȳ):
+    # Only eigenvalues used: works even for degenerate eigenvalues, no warning.
+    a = np.diag([1.0, 1.0, 2.0])
+    res, pb = rrule(np.linalg.eigh, a)
+    w̄ = np.array([1.0, 2.0, 3.0])
+    ā = pb(ȳ(w̄, None))[1]
+    np.testing.assert_allclose(ā, res.eigenvectors @ np.diag(w̄) @ res.eigenvectors.T)
+
+
+def test_eigh_degenerate_eigenvectors_warn():
+    a = np.diag([1.0, 1.0, 2.0])
+    _, pb = rrule(np.linalg.eigh, a)
+    with pytest.warns(rules._linalg_util.LinalgGradientWarning, match="equal eigenvalues"):
+        ā = pb((np.zeros(3), np.ones((3, 3))))[1]
+    assert np.all(np.isfinite(ā))
+
+
+def test_eigh_bad_uplo():
+    with pytest.raises(ValueError, match="UPLO"):
+        rrule(np.linalg.eigh, np.eye(2), UPLO="X")
+
+
+# QR's R has a real diagonal (LAPACK), which fixes the gauge of complex Q: no wrapper needed.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 4, 3), (2, 4), (2, 3, 5)])
+def test_qr_reduced(shape, dtype):
+    both(np.linalg.qr, rand(*shape, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(4, 2), (2, 4)])
+def test_qr_r_only(shape, dtype):
+    both(np.linalg.qr, rand(*shape, dtype=dtype), primal_and_tangent("r", NoTangent()))
+
+
+def test_qr_complete_wide_is_reduced():
+    both(np.linalg.qr, rand(2, 3), fkwargs={"mode": "complete"})
+
+
+@pytest.mark.parametrize("mode", ["complete", "raw"])
+def test_qr_unsupported_modes(mode):
+    with pytest.raises(NotImplementedError, match=rf"numpy\.linalg\.qr.*mode='{mode}'"):
+        rrule(np.linalg.qr, rand(4, 2), mode=mode)
+
+
+def test_qr_cotangent_with_zero_q():
+    a = rand(4, 3)
+    (_, r), pb = rrule(np.linalg.qr, a)
+    ā = pb((ZeroTangent(), np.ones_like(r)))[1]
+    _, pb_r = rrule(np.linalg.qr, a, mode="r")
+    np.testing.assert_allclose(ā, pb_r(np.ones_like(r))[1])
+
+
+def gaussian_logpdf(x, mu, sigma):
+    n = x.shape[0]
+    L = np.linalg.cholesky(sigma)
+    z = np.linalg.solve(L, x - mu)
+    return -0.5 * z @ z - np.sum(np.log(np.diag(L))) - 0.5 * n * np.log(2 * np.pi)
+
+
+def gaussian_logpdf_grad(x, mu, sigma):
+    """The gradient (∂x, ∂Σ) by chaining the rules' pullbacks by hand."""
+    L, chol_pb = rrule(np.linalg.cholesky, sigma)
+    r = x - mu
+    z, solve_pb = rrule(np.linalg.solve, L, r)
+    # d/dz (-z·z/2) = -z; d/dL of -Σ log L_ii is -diag(1/L_ii).
+    _, L̄_solve, r̄ = solve_pb(-z)
+    L̄ = L̄_solve - np.diag(1 / np.diag(L))
+    _, σ̄ = chol_pb(L̄)
+    return r̄, σ̄
+
+
+def test_gaussian_logdensity_composition():
+    n = 4
+    x, mu, sigma = rand(n), rand(n), spd(n, n)
+    x̄, σ̄ = gaussian_logpdf_grad(x, mu, sigma)
+    # Closed form: ∂x = -Σ⁻¹(x-μ), ∂Σ = (Σ⁻¹ r rᵀ Σ⁻¹ - Σ⁻¹)/2 (symmetric).
+    si = np.linalg.inv(sigma)
+    r = x - mu
+    np.testing.assert_allclose(x̄, -si @ r, rtol=1e-10)
+    np.testing.assert_allclose(σ̄, 0.5 * (si @ np.outer(r, r) @ si - si), rtol=1e-9, atol=1e-12)
+    # Finite differences along symmetric perturbations of Σ and any of x.
+    h = 1e-6
+    for _ in range(3):
+        d = rand(n, n)
+        d = d + d.T
+        fd = (gaussian_logpdf(x, mu, sigma + h * d) - gaussian_logpdf(x, mu, sigma - h * d)) / (
+            2 * h
+        )
+        np.testing.assert_allclose(np.sum(σ̄ * d), fd, rtol=1e-6)
+        dx = rand(n)
+        fd = (gaussian_logpdf(x + h * dx, mu, sigma) - gaussian_logpdf(x - h * dx, mu, sigma)) / (
+            2 * h
+        )
+        np.testing.assert_allclose(x̄ @ dx, fd, rtol=1e-6)
+
+
+@pytest.mark.parametrize("f", [chol_h, eigvalsh_h])
+def test_float32(f):
+    test_frule(f, spd(3, 3).astype(np.float32), rtol=1e-2, atol=1e-2)
+    y, pb = rrule(f, spd(3, 3).astype(np.float32))
+    assert pb(np.ones_like(y))[1].dtype == np.float32
+
+
+def test_gaussian_logdensity_with_ad():
+    ad = pytest.importorskip("ad")
+    n = 3
+    x, mu, sigma = rand(n), rand(n), spd(n, n)
+    x̄, σ̄ = gaussian_logpdf_grad(x, mu, sigma)
+    gx, _, gs = ad.gradient(gaussian_logpdf, x, mu, sigma)
+    np.testing.assert_allclose(gx, x̄, rtol=1e-9)
+    np.testing.assert_allclose(herm(gs), σ̄, rtol=1e-9, atol=1e-12)
