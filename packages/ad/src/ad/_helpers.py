@@ -21,6 +21,7 @@ from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unth
 
 from . import _runtime
 from ._config import ADConfig
+from ._fast import FAST_HELPERS
 from .errors import CotangentShapeError, MutationError
 from .transform.anf import BINOPS, UNARYOPS
 
@@ -546,6 +547,7 @@ HELPERS: dict[str, Any] = {
     "_ad_aslist": aslist,
     "_ad_op_getitem": operator.getitem,
 }
+HELPERS.update(FAST_HELPERS)
 for _op in [*BINOPS.values(), *UNARYOPS.values()]:
     HELPERS[f"_ad_op_{_op}"] = getattr(operator, _op)
 for _op in BINOPS.values():

@@ -54,6 +54,8 @@ def acc(a: Any, b: Any) -> Any:
     Never mutates ``a`` or ``b``: a pullback may hand the same object to two
     inputs. Thunks stay lazy when added to a zero.
     """
+    if type(a) is float and type(b) is float:  # scalar code: the common case
+        return a + b
     if isinstance(b, AbstractZero):
         return a
     if isinstance(a, AbstractZero):

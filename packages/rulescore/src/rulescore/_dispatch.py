@@ -193,6 +193,8 @@ class RuleTable:
         self.kind = kind
         self._rules: dict[Any, list[Rule]] = {}
         self._cache: dict[tuple, Rule | None] = {}
+        #: Bumped by every registration, so callers can cache derived facts.
+        self.version = 0
 
     def add(self, rule: Rule) -> None:
         f = rule.f
@@ -209,6 +211,7 @@ class RuleTable:
         ]
         entries.append(rule)
         self._cache.clear()
+        self.version += 1
 
     def functions(self) -> list[Any]:
         """Every function with at least one rule that is not an opt-out."""

@@ -27,6 +27,7 @@ from .anf import BINOPS
 __all__ = ["generate"]
 
 Z = "_ad_Z"
+FAST_OPS = frozenset(["add", "sub", "mul", "truediv", "pow", "neg"])
 _BINOP_NODES = {v: k for k, v in BINOPS.items()}
 
 
@@ -251,6 +252,13 @@ class _Gen:
                 keywords=[],
             )
             n_results += 1
+        elif (
+            isinstance(value.func, ast.Name)
+            and value.func.id.startswith("_ad_op_")
+            and value.func.id[7:] in FAST_OPS
+        ):
+            # Scalar arithmetic: a specialised call with an inline fast path.
+            rcall = ast.Call(func=_n("_ad_fast_" + value.func.id[7:]), args=value.args, keywords=[])
         else:
             rcall = ast.Call(func=_n("_ad_rcall"), args=[value.func, *value.args], keywords=[])
         fwd: list[ast.stmt] = [
