@@ -189,3 +189,95 @@ def test_code_adjoint_mirrors_the_loop():
     assert "for _ad_k in range(" in src  # the adjoint's reversed loop
     assert "# line" in src
     assert src.count("_ad_fast_mul(") == 1  # one differentiated call per iteration
+
+
+def test_map_sorted_reduce_filter():
+    import functools
+
+    def f(xs, a):
+        ys = list(map(lambda v: v * a, xs))
+        s = sorted(ys, reverse=True)
+        prod = functools.reduce(lambda p, q: p * q, s[:2], 1.0)
+        pos = list(filter(lambda v: v > 0, xs))
+        return prod + sum(pos)
+
+    gx, ga = ad.gradient(f, [1.0, 3.0, -2.0], 2.0)
+    # ys = [2, 6, -4]; s[:2] = [6, 2]; prod = (3a)(1a) = 3a^2; the -2.0 gets no gradient
+    assert gx == [pytest.approx(2 * 3 * 2 + 1), pytest.approx(2 * 1 * 2 + 1), None]
+    assert ga == pytest.approx(6 * 2.0)
+
+
+def test_map_over_two_sequences_with_a_user_function(check_grad):
+    def weighted(v, w):
+        return v * w + math.sin(v)
+
+    def f(xs, ws):
+        return sum(map(weighted, xs, ws))
+
+    gx, gw = ad.gradient(f, [0.5, 1.5], (2.0, 3.0))
+    assert gx == [pytest.approx(2.0 + math.cos(0.5)), pytest.approx(3.0 + math.cos(1.5))]
+    assert gw == (0.5, 1.5)
+
+
+def test_break_continue_and_loop_else():
+    def f(x):
+        total = 0.0
+        for i in range(10):
+            if i % 2 == 1:
+                continue
+            if i > 5:
+                break
+            total = total + x * i
+        else:
+            total = total * 100.0
+        k = 0
+        while True:
+            k += 1
+            total = total + x
+            if k == 3:
+                break
+        else:
+            total = 0.0
+        return total
+
+    # i = 0, 2, 4 contribute x*i (6x); broke at i = 6 so no else; then + 3x
+    assert ad.gradient(f, 2.0) == (9.0,)
+
+
+def test_early_return_inside_loop():
+    def first_above(xs, t):
+        for v in xs:
+            if v > t:
+                return v * v
+        return 0.0
+
+    assert ad.gradient(first_above, [1.0, 3.0, 5.0], 2.0) == ([None, 6.0, None], None)
+    assert ad.gradient(first_above, [1.0], 2.0) == (None, None)
+
+
+def test_assert_and_lambdas_capturing_loop_variables():
+    def f(x):
+        assert x > 0, "positive please"
+        fs = [lambda y, k=k: y * k for k in range(1, 4)]
+        total = 0.0
+        for g in fs:
+            total = total + g(x)
+        return total
+
+    assert ad.gradient(f, 2.0) == (6.0,)
+    with pytest.raises(AssertionError, match="positive"):
+        ad.gradient(f, -1.0)
+
+
+def test_list_append_and_dict_mutation_in_loops(check_grad):
+    def f(x):
+        hist = []
+        d = {"acc": 0.0}
+        h = x
+        for _ in range(4):
+            h = math.tanh(h * 1.3)
+            hist.append(h)
+            d["acc"] = d["acc"] + h * h
+        return sum(hist) + d["acc"]
+
+    check_grad(f, 0.4)

@@ -78,3 +78,8 @@ def test_dataclass_and_namedtuple():
 def test_thunks_project_lazily():
     out = ProjectTo(1.0)(Thunk(lambda: 2 + 5j))
     assert isinstance(out, Thunk) and unthunk(out) == 2.0
+
+
+def test_thunk_evaluating_to_a_zero_projects_to_that_zero():
+    out = ProjectTo(1.0)(Thunk(lambda: ZeroTangent()))
+    assert unthunk(out) is ZeroTangent()

@@ -17,6 +17,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unthunk
 
 from . import _runtime
@@ -234,8 +236,34 @@ def _(config: Any, it: Any) -> Any:
 # --- iteration builtins ---------------------------------------------------
 
 
-@rrule.register(enumerate, config=ADConfig)
-def _(config: Any, xs: Any, start: Any = 0) -> Any:
+def _container_rule(kind: type) -> Any:
+    def rule(config: Any, *args: Any) -> Any:
+        if not args:
+
+            def empty_pullback(ȳ: Any) -> tuple:
+                return (_NO,)
+
+            return kind(), empty_pullback
+        (it,) = args
+        src = list(it)
+        y = kind(src)
+
+        def container_pullback(ȳ: Any) -> tuple:
+            ȳ = unthunk(ȳ)
+            if isinstance(ȳ, AbstractZero):
+                return (_NO, ȳ)
+            return (_NO, _from_list_ct(it, list(_entries(ȳ, len(src), kind.__name__))))
+
+        return y, container_pullback
+
+    return rule
+
+
+rrule.register(list, config=ADConfig)(_container_rule(list))
+rrule.register(tuple, config=ADConfig)(_container_rule(tuple))
+
+
+def _enumerate_rule(config: Any, xs: Any, start: Any = 0) -> Any:
     src = list(xs)
     y = list(enumerate(src, start))
 
@@ -247,8 +275,7 @@ def _(config: Any, xs: Any, start: Any = 0) -> Any:
     return y, enumerate_pullback
 
 
-@rrule.register(zip, config=ADConfig)
-def _(config: Any, *seqs: Any) -> Any:
+def _zip_rule(config: Any, *seqs: Any) -> Any:
     srcs = [list(s) for s in seqs]
     y = list(zip(*srcs))
     k = len(seqs)
@@ -264,8 +291,7 @@ def _(config: Any, *seqs: Any) -> Any:
     return y, zip_pullback
 
 
-@rrule.register(reversed, config=ADConfig)
-def _(config: Any, xs: Any) -> Any:
+def _reversed_rule(config: Any, xs: Any) -> Any:
     src = list(xs)
     y = src[::-1]
 
@@ -274,6 +300,37 @@ def _(config: Any, xs: Any) -> Any:
         return (_NO, _from_list_ct(xs, cts))
 
     return y, reversed_pullback
+
+
+_Seq = tuple | list | np.ndarray | range
+
+
+def _register_iteration_rules() -> None:
+    """ad's list-materialising rules for the iteration builtins.
+
+    They are registered twice: for any iterable, and with the sequence types
+    other rule sets use, so that under ``ADConfig`` they win the tie.
+    """
+
+    def enumerate_seq(config: Any, xs: _Seq, start: Any = 0) -> Any:
+        return _enumerate_rule(config, xs, start)
+
+    def zip_seq(config: Any, *seqs: _Seq) -> Any:
+        return _zip_rule(config, *seqs)
+
+    def reversed_seq(config: Any, xs: _Seq) -> Any:
+        return _reversed_rule(config, xs)
+
+    for f, general, specific in (
+        (enumerate, _enumerate_rule, enumerate_seq),
+        (zip, _zip_rule, zip_seq),
+        (reversed, _reversed_rule, reversed_seq),
+    ):
+        rrule.register(f, config=ADConfig)(general)
+        rrule.register(f, config=ADConfig)(specific)
+
+
+_register_iteration_rules()
 
 
 @rrule.register(dict.items, config=ADConfig)

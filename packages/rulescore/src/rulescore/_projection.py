@@ -47,10 +47,10 @@ class Projector:
         raise NotImplementedError
 
     def _lazy(self, dx: AbstractThunk) -> Any:
-        project = self.project
+        # Through __call__, not project: the thunk may evaluate to a zero.
         if isinstance(dx, InplaceableThunk):
             return InplaceableThunk(dx.add_fn, Thunk(lambda: self(unthunk(dx.thunk))))
-        return Thunk(lambda: project(unthunk(dx)))
+        return Thunk(lambda: self(unthunk(dx)))
 
     def _wrong(self, dx: Any, what: str) -> CotangentError:
         return CotangentError(

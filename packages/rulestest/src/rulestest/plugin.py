@@ -1,10 +1,11 @@
 """pytest plugin (entry point ``pytest11``): render ``RuleTestFailure`` as a short report.
 
 A failing rule check raises :class:`rulestest.RuleTestFailure` whose message is
-already the whole report. With the default traceback style the plugin replaces
-pytest's long traceback by the caller's line (in the test module) followed by
-that report; ``--tb=long`` or ``--tb=native`` keep pytest's usual output, for
-debugging the rule's own code.
+already the whole report. With the default traceback style (``auto`` or
+``short``) the plugin replaces pytest's traceback by that report followed by
+the calling line of the test module; its first line is what the short test
+summary shows. ``--tb=long`` or ``--tb=native`` keep pytest's usual output,
+for debugging the rule's own code.
 """
 
 from __future__ import annotations
@@ -32,11 +33,13 @@ def _call_site(item: pytest.Item, excinfo: pytest.ExceptionInfo) -> str:
     return item.nodeid
 
 
-@pytest.hookimpl(wrapper=True)
+# Old-style wrapper: works with every pytest >= 7 (new-style needs pluggy >= 1.2).
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo
-) -> Generator[None, Any, Any]:
-    report = yield
+) -> Generator[None, Any, None]:
+    outcome = yield
+    report = outcome.get_result()
     excinfo = call.excinfo
     if (
         report.failed
@@ -46,4 +49,3 @@ def pytest_runtest_makereport(
     ):
         # The first line is the one pytest's short summary shows.
         report.longrepr = f"RuleTestFailure: {excinfo.value}\n\n{_call_site(item, excinfo)}"
-    return report

@@ -59,6 +59,12 @@ def _store_copy(node: ast.expr) -> ast.expr:
     return ast.Tuple(elts=[_store_copy(e) for e in node.elts], ctx=ast.Store())  # type: ignore[attr-defined]
 
 
+def _increment(name: str, line: int) -> ast.AugAssign:
+    return ast.AugAssign(
+        target=_n(name, True), op=ast.Add(), value=ast.Constant(1), lineno=line, col_offset=0
+    )
+
+
 def _names_in_target(t: ast.expr) -> list[str]:
     return [n.id for n in ast.walk(t) if isinstance(n, ast.Name)]
 
@@ -441,19 +447,23 @@ class _Gen:
                 line,
             ),
         ]
-        push1, pop1 = self.record(seq, depth, line)
-        push2, pop2 = self.record(seqpb, depth, line)
-        fwd += push1 + push2
+        # The trip count, not len(seq): a break may end the loop early.
+        count = self.fresh("n")
+        fwd.append(_assign(count, ast.Constant(0), line))
         fwd.append(
             ast.For(
                 target=_n(tname, True),
                 iter=_n(seq),
-                body=bf or [ast.Pass()],
+                body=[_increment(count, line), *bf],
                 orelse=[],
                 lineno=line,
                 col_offset=0,
             )
         )
+        push1, pop1 = self.record(seq, depth, line)
+        push2, pop2 = self.record(seqpb, depth, line)
+        push3, pop3 = self.record(count, depth, line)
+        fwd += push1 + push2 + push3
         fwd += of
         elem_ct = [
             _assign(
@@ -469,7 +479,7 @@ class _Gen:
         ]
         loop = ast.For(
             target=_n(idx, True),
-            iter=_call("reversed", _call("range", _call("len", _n(seq)))),
+            iter=_call("reversed", _call("range", _n(count))),
             body=[*bb, *elem_ct],
             orelse=[],
             lineno=line,
@@ -488,6 +498,7 @@ class _Gen:
             )
         bwd = [
             *ob,
+            *pop3,
             *pop2,
             *pop1,
             _assign(

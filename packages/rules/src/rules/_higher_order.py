@@ -1,0 +1,140 @@
+"""Rules for higher-order builtins: ``map``, ``filter``, ``sorted``, ``functools.reduce``.
+
+``map`` and ``reduce`` differentiate the function they are given by calling
+back into the AD (``rrule_via_ad``), so they are registered for configs with
+``HasReverseMode``. Under these rules ``map``/``filter`` return lists rather
+than lazy iterators, so that each element can send its derivative back.
+``sorted``'s ``key`` and ``filter``'s predicate are not differentiated: no
+derivative flows through a comparison.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from rulescore import (
+    AbstractZero,
+    HasReverseMode,
+    NoTangent,
+    ZeroTangent,
+    rrule,
+    rrule_via_ad,
+    unthunk,
+)
+
+from ._sequences import seq_cotangent, seq_entries
+
+__all__: list[str] = []
+
+_NO = NoTangent()
+_ZERO = ZeroTangent()
+
+
+def _input_cotangent(x: Any, entries: list) -> Any:
+    if isinstance(x, range) or all(isinstance(e, AbstractZero) for e in entries):
+        return _NO if isinstance(x, range) else _ZERO
+    if isinstance(x, (list, tuple)) or hasattr(x, "shape"):
+        return seq_cotangent(x, entries)
+    return list(entries)
+
+
+def _add(a: Any, b: Any) -> Any:
+    if isinstance(b, AbstractZero):
+        return a
+    if isinstance(a, AbstractZero):
+        return b
+    return unthunk(a) + unthunk(b)
+
+
+@rrule.register(map, config=HasReverseMode)
+def _(config: Any, f: Any, *xs: Any) -> Any:
+    columns = [list(x) for x in xs]
+    n = min((len(c) for c in columns), default=0)
+    ys, pbs = [], []
+    for i in range(n):
+        y, pb = rrule_via_ad(config, f, *(c[i] for c in columns))
+        ys.append(y)
+        pbs.append(pb)
+
+    def map_pullback(ȳ: Any) -> tuple:
+        cts = seq_entries(ȳ, n)
+        df: Any = _ZERO
+        per = [[_ZERO] * len(c) for c in columns]
+        for i in reversed(range(n)):
+            if isinstance(unthunk(cts[i]), AbstractZero):
+                continue
+            out = pbs[i](cts[i])
+            df = _add(df, out[0])
+            for j in range(len(xs)):
+                per[j][i] = out[1 + j]
+        return (_NO, df, *(_input_cotangent(x, p) for x, p in zip(xs, per)))
+
+    return ys, map_pullback
+
+
+@rrule.register(functools.reduce, config=HasReverseMode)
+def _(config: Any, f: Any, xs: Any, *init: Any) -> Any:
+    items = list(xs)
+    if init:
+        acc, rest, offset = init[0], items, 0
+    else:
+        if not items:
+            raise TypeError("reduce() of empty iterable with no initial value")
+        acc, rest, offset = items[0], items[1:], 1
+    pbs = []
+    for x in rest:
+        acc, pb = rrule_via_ad(config, f, acc, x)
+        pbs.append(pb)
+
+    def reduce_pullback(ȳ: Any) -> tuple:
+        d_acc = ȳ
+        df: Any = _ZERO
+        entries: list[Any] = [_ZERO] * len(items)
+        for k in reversed(range(len(pbs))):
+            out = pbs[k](d_acc)
+            df = _add(df, out[0])
+            d_acc = out[1]
+            entries[k + offset] = out[2]
+        if init:
+            return (_NO, df, _input_cotangent(xs, entries), d_acc)
+        entries[0] = d_acc
+        return (_NO, df, _input_cotangent(xs, entries))
+
+    return acc, reduce_pullback
+
+
+@rrule.register(sorted)
+def _(xs: Any, *, key: Any = None, reverse: bool = False) -> Any:
+    items = list(xs)
+    order = sorted(
+        range(len(items)),
+        key=(lambda i: key(items[i])) if key is not None else items.__getitem__,
+        reverse=reverse,
+    )
+    y = [items[i] for i in order]
+
+    def sorted_pullback(ȳ: Any) -> tuple:
+        cts = seq_entries(ȳ, len(y))
+        entries: list[Any] = [_ZERO] * len(items)
+        for k, i in enumerate(order):
+            entries[i] = cts[k]
+        return (_NO, _input_cotangent(xs, entries))
+
+    return y, sorted_pullback
+
+
+@rrule.register(filter)
+def _(pred: Any, xs: Any) -> Any:
+    items = list(xs)
+    kept = [i for i, x in enumerate(items) if (pred(x) if pred is not None else x)]
+    y = [items[i] for i in kept]
+
+    def filter_pullback(ȳ: Any) -> tuple:
+        cts = seq_entries(ȳ, len(y))
+        entries: list[Any] = [_ZERO] * len(items)
+        for k, i in enumerate(kept):
+            entries[i] = cts[k]
+        return (_NO, _NO, _input_cotangent(xs, entries))
+
+    return y, filter_pullback
