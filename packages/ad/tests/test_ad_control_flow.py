@@ -281,3 +281,32 @@ def test_list_append_and_dict_mutation_in_loops(check_grad):
         return sum(hist) + d["acc"]
 
     check_grad(f, 0.4)
+
+
+def test_rnn_over_time_steps_matches_finite_differences(numgrad):
+    rng = np.random.default_rng(1)
+    Wx, Wh, Wy = rng.normal(size=(4, 2)), 0.3 * rng.normal(size=(4, 4)), rng.normal(size=4)
+    xs = rng.normal(size=(5, 2))
+
+    def rnn_loss(Wx, Wh, Wy):
+        h = np.zeros(4)
+        for x in xs:
+            h = np.tanh(Wx @ x + Wh @ h)
+        return float(Wy @ h) ** 2
+
+    got = ad.gradient(rnn_loss, Wx, Wh, Wy)
+    want = numgrad(rnn_loss, Wx, Wh, Wy)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
+
+
+def test_rnn_example_training_decreases_the_loss():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parents[3] / "examples" / "train_rnn.py"
+    spec = importlib.util.spec_from_file_location("train_rnn", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    first, last = module.main(epochs=8)
+    assert last < first

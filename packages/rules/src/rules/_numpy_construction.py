@@ -54,6 +54,10 @@ register_linear(np.copy, _copy_adjoint, "copy")
 non_differentiable(np.zeros_like)
 non_differentiable(np.ones_like)
 non_differentiable(np.empty_like)
+# Constructors from shapes, sizes and ranges: their arguments are integers or
+# dtypes, so no derivative flows (np.full's fill value does: see full_like).
+for _f in (np.zeros, np.ones, np.empty, np.eye, np.identity, np.arange, np.tri, np.indices):
+    non_differentiable(_f)
 
 
 @rrule.register(np.full_like)

@@ -39,6 +39,10 @@ NONDIFF_BUILTINS = frozenset(
 )
 
 
+#: Attributes that describe an array or object rather than hold its values.
+NONDIFF_ATTRIBUTES = frozenset(["shape", "ndim", "dtype", "size", "__class__", "__name__"])
+
+
 def value_is_active(value: ast.expr, active: set[str], plain_funcs: frozenset[str]) -> bool:
     """Whether an ANF right-hand side can carry a derivative."""
     if isinstance(value, (ast.Compare, ast.JoinedStr, ast.Constant)):
