@@ -28,15 +28,6 @@ def _load_workloads():
 
 WORKLOADS = _load_workloads().WORKLOADS
 
-# Workloads ad cannot differentiate yet; strict, so the mark goes once they work.
-KNOWN_FAILURES = {
-    "rnn": pytest.mark.xfail(
-        raises=ad.NoRuleError, reason="np.zeros(n) has no rule (the shape is an int)"
-    ),
-}
-
-CASES = [pytest.param(w, id=w.name, marks=KNOWN_FAILURES.get(w.name, ())) for w in WORKLOADS]
-
 
 def _inputs(w, seed=0):
     params, data = w.make(np.random.default_rng(seed), small=True)
@@ -67,7 +58,7 @@ def test_hand_written_gradient_matches_finite_differences(w):
     np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("w", CASES)
+@pytest.mark.parametrize("w", WORKLOADS, ids=[w.name for w in WORKLOADS])
 def test_ad_gradient_matches_hand_written(w):
     params, data = _inputs(w)
     got = ad.gradient(w.bind(*data), *params)
