@@ -166,3 +166,25 @@ def test_float32_stays_float32():
     x = np.ones(3, dtype=np.float32)
     (g,) = ad.gradient(lambda x: np.sum(x * x), x)
     assert g.dtype == np.float32
+
+
+def test_star_and_double_star_at_the_call_site():
+    def inner(a, b, c, *, scale=1.0, shift=0.0):
+        return (a * b + c) * scale + shift
+
+    def f(x, y):
+        args = (x, y)
+        kw = {"scale": y}
+        return inner(*args, 2.0, **kw, shift=x) + inner(x, *[y, x])
+
+    check = ad.gradient(f, 3.0, 4.0)
+    # first: (x*y + 2) * y + x ; second: x*y + x
+    assert check == (pytest.approx(4.0 * 4.0 + 1 + 4.0 + 1), pytest.approx(2 * 3.0 * 4.0 + 2 + 3.0))
+
+
+def test_star_args_forwarding_lambda():
+    def loss(a, b, data):
+        return a * b * data
+
+    g = lambda *p: loss(*p, 5.0)  # noqa: E731
+    assert ad.gradient(g, 2.0, 3.0) == (15.0, 10.0)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import rules  # noqa: F401  (registers the rules)
-from rulescore import NoTangent, ZeroTangent, frule, rrule
+from rulescore import NoTangent, ZeroTangent, frule, rrule, unthunk
 from rulestest import primal_and_tangent, test_frule, test_rrule
 
 DTYPES = [np.float64, np.float32, np.complex128]
@@ -104,13 +104,13 @@ def test_boolean_mask_scatters_back():
 def test_getitem_int_array_gets_float_cotangent_and_key_notangent():
     _, pullback = rrule(operator.getitem, np.arange(3), 1)
     cots = pullback(1.0)
-    assert cots[2] is NoTangent() and cots[1].dtype == np.float64
+    assert cots[2] is NoTangent() and unthunk(cots[1]).dtype == np.float64
     assert pullback(ZeroTangent()) == (NoTangent(), ZeroTangent(), NoTangent())
 
 
 def test_getitem_real_array_complex_cotangent_is_real():
     _, pullback = rrule(operator.getitem, np.ones(3), [0, 0])
-    dx = pullback(np.array([1 + 1j, 2 + 2j]))[1]
+    dx = unthunk(pullback(np.array([1 + 1j, 2 + 2j]))[1])
     assert dx.dtype == np.float64 and dx[0] == 3.0
 
 

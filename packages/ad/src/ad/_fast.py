@@ -1,12 +1,18 @@
-"""Specialised calls for scalar arithmetic, the hottest path of scalar code.
+"""Specialised calls for scalar code, the hottest path of the AD.
 
-The reverse pass emits ``_ad_fast_mul(a, b)`` instead of
-``_ad_rcall(operator.mul, a, b)``. When both operands are Python floats or
-ints, and the rule that dispatch would pick for them is still the ``rules``
-package's own (no user rule or opt-out registered since), the helper computes
-the value and a minimal pullback inline — the same derivative the rule
-gives, without dispatch, broadcasting or projection machinery. Anything else
-goes through ``rcall`` unchanged.
+Two fast paths, both taken only for Python floats (and ints for arithmetic),
+and only while dispatch would still pick the built-in rule for them:
+
+* arithmetic: the reverse pass emits ``_ad_fast_mul(a, b)`` instead of
+  ``_ad_rcall(operator.mul, a, b)``; the helper computes the value and a
+  minimal pullback inline — the derivative the ``rules`` package gives,
+  without dispatch, broadcasting or projection;
+* functions defined with ``rulescore.scalar_rule`` (``math.sin``, ...):
+  ``scalar_call`` evaluates the registered partials directly.
+
+Registering any rule re-checks which fast paths are still valid (a user rule
+or an ``opt_out`` for these types turns them off). Anything else goes
+through ``rcall`` unchanged.
 """
 
 from __future__ import annotations
@@ -19,78 +25,83 @@ from typing import Any
 from rulescore import NoTangent, rrule
 
 from ._config import ADConfig
-from ._runtime import rcall
 
-__all__ = ["FAST_HELPERS"]
+__all__ = ["FAST_HELPERS", "scalar_partials"]
 
 _NO = NoTangent()
 _float = float
 _int = int
 _table = rrule.table
-_state = {"version": -1, "ok": frozenset()}
+
+# Validity flags, recomputed by _refresh after every registration.
+_ADD = _SUB = _MUL = _DIV = _POW = _NEG = False
+_SCALAR: dict[tuple[Any, int], Any] = {}
 
 
-def _fast_ok(op: Callable) -> bool:
-    """Whether ``op`` on (float, float) still dispatches to the built-in rule."""
-    if _state["version"] != _table.version:
-        ok = set()
-        for f in _OPS:
-            rules = [_table.lookup(f, (a, b), ADConfig) for a in (float, int) for b in (float, int)]
-            if all(r is not None and r.impl.__module__ == "rules._arithmetic" for r in rules):
-                ok.add(f)
-        for f in _UNARY:
-            r = _table.lookup(f, (float,), ADConfig)
-            if r is not None and r.impl.__module__ in (
-                "rules._arithmetic",
-                "rulescore._rule_tools",
-            ):
-                ok.add(f)
-        _state["ok"] = frozenset(ok)
-        _state["version"] = _table.version
-    return op in _state["ok"]
+def _builtin_rule(f: Any, types: tuple) -> bool:
+    r = _table.lookup(f, types, ADConfig)
+    return r is not None and r.impl.__module__ == "rules._arithmetic"
+
+
+def _refresh() -> None:
+    global _ADD, _SUB, _MUL, _DIV, _POW, _NEG
+    pairs = [(a, b) for a in (float, int) for b in (float, int)]
+    ok = {f: all(_builtin_rule(f, p) for p in pairs) for f in _BINARY}
+    _ADD, _SUB, _MUL = ok[operator.add], ok[operator.sub], ok[operator.mul]
+    _DIV, _POW = ok[operator.truediv], ok[operator.pow]
+    _NEG = _builtin_rule(operator.neg, (float,))
+    _SCALAR.clear()
+
+
+def scalar_partials(f: Any, n: int) -> Any:
+    """The ``scalar_rule`` partials that dispatch uses for ``f`` on ``n`` floats, or None."""
+    key = (f, n)
+    try:
+        return _SCALAR[key]
+    except KeyError:
+        pass
+    r = _table.lookup(f, (float,) * n, ADConfig)
+    partials = getattr(r.impl, "scalar_partials", None) if r is not None else None
+    _SCALAR[key] = partials
+    return partials
 
 
 def fast_add(a: Any, b: Any) -> Any:
     ta, tb = type(a), type(b)
-    if (ta is _float or ta is _int) and (tb is _float or tb is _int) and _fast_ok(operator.add):
+    if _ADD and (ta is _float or ta is _int) and (tb is _float or tb is _int):
 
         def add_pullback(ȳ: Any) -> tuple:
             return (_NO, ȳ, ȳ)
 
         return a + b, add_pullback
-    return rcall(operator.add, a, b)
+    return _rcall(operator.add, a, b)
 
 
 def fast_sub(a: Any, b: Any) -> Any:
     ta, tb = type(a), type(b)
-    if (ta is _float or ta is _int) and (tb is _float or tb is _int) and _fast_ok(operator.sub):
+    if _SUB and (ta is _float or ta is _int) and (tb is _float or tb is _int):
 
         def sub_pullback(ȳ: Any) -> tuple:
             return (_NO, ȳ, -ȳ)
 
         return a - b, sub_pullback
-    return rcall(operator.sub, a, b)
+    return _rcall(operator.sub, a, b)
 
 
 def fast_mul(a: Any, b: Any) -> Any:
     ta, tb = type(a), type(b)
-    if (ta is _float or ta is _int) and (tb is _float or tb is _int) and _fast_ok(operator.mul):
+    if _MUL and (ta is _float or ta is _int) and (tb is _float or tb is _int):
 
         def mul_pullback(ȳ: Any) -> tuple:
             return (_NO, ȳ * b, ȳ * a)
 
         return a * b, mul_pullback
-    return rcall(operator.mul, a, b)
+    return _rcall(operator.mul, a, b)
 
 
 def fast_truediv(a: Any, b: Any) -> Any:
     ta, tb = type(a), type(b)
-    if (
-        (ta is _float or ta is _int)
-        and (tb is _float or tb is _int)
-        and b
-        and _fast_ok(operator.truediv)
-    ):
+    if _DIV and (ta is _float or ta is _int) and (tb is _float or tb is _int) and b:
         y = a / b
 
         def truediv_pullback(ȳ: Any) -> tuple:
@@ -98,12 +109,12 @@ def fast_truediv(a: Any, b: Any) -> Any:
             return (_NO, d, -d * y)
 
         return y, truediv_pullback
-    return rcall(operator.truediv, a, b)
+    return _rcall(operator.truediv, a, b)
 
 
 def fast_pow(a: Any, b: Any) -> Any:
     ta, tb = type(a), type(b)
-    if ta is _float and a > 0.0 and (tb is _int or tb is _float) and _fast_ok(operator.pow):
+    if _POW and ta is _float and a > 0.0 and (tb is _int or tb is _float):
         y = a**b
         if tb is _int:
 
@@ -116,21 +127,28 @@ def fast_pow(a: Any, b: Any) -> Any:
             return (_NO, ȳ * b * a ** (b - 1), ȳ * y * math.log(a))
 
         return y, pow_pullback
-    return rcall(operator.pow, a, b)
+    return _rcall(operator.pow, a, b)
 
 
 def fast_neg(a: Any) -> Any:
-    if type(a) is _float and _fast_ok(operator.neg):
+    if _NEG and type(a) is _float:
 
         def neg_pullback(ȳ: Any) -> tuple:
             return (_NO, -ȳ)
 
         return -a, neg_pullback
-    return rcall(operator.neg, a)
+    return _rcall(operator.neg, a)
 
 
-_OPS = (operator.add, operator.sub, operator.mul, operator.truediv, operator.pow)
-_UNARY = (operator.neg,)
+def _rcall(f: Any, *args: Any) -> Any:
+    return RCALL[0](f, *args)
+
+
+#: The general dispatch, bound by _runtime when it is imported (it imports this module).
+RCALL: list[Callable] = []
+
+
+_BINARY = (operator.add, operator.sub, operator.mul, operator.truediv, operator.pow)
 
 FAST_HELPERS: dict[str, Callable] = {
     "_ad_fast_add": fast_add,
@@ -140,3 +158,6 @@ FAST_HELPERS: dict[str, Callable] = {
     "_ad_fast_pow": fast_pow,
     "_ad_fast_neg": fast_neg,
 }
+
+_table.listeners.append(_refresh)
+_refresh()

@@ -163,6 +163,52 @@ rrule.register(concat_tuple, config=ADConfig)(_concat_rule(tuple))
 rrule.register(concat_list, config=ADConfig)(_concat_rule(list))
 
 
+def apply(f: Any, args: tuple, kwargs: dict) -> Any:
+    return f(*args, **kwargs)
+
+
+@rrule.register(apply, config=ADConfig)
+def _(config: Any, f: Any, args: tuple, kwargs: dict) -> Any:
+    y, pb = _runtime.rcall_kw(f, tuple(args), dict(kwargs))
+    n = len(args)
+
+    def apply_pullback(ȳ: Any) -> tuple:
+        cts = pb(ȳ)
+        kw = cts[n + 1]
+        kw = {k: v for k, v in kw.items() if not isinstance(v, AbstractZero)} if kw else {}
+        return (_NO, cts[0], tuple(cts[1 : n + 1]), kw or _Z)
+
+    return y, apply_pullback
+
+
+def merge_kw(*dicts: dict) -> dict:
+    out: dict = {}
+    for d in dicts:
+        for k, v in d.items():
+            if k in out:
+                raise TypeError(f"got multiple values for keyword argument {k!r}")
+            out[k] = v
+    return out
+
+
+@rrule.register(merge_kw, config=ADConfig)
+def _(config: Any, *dicts: dict) -> Any:
+    y = merge_kw(*dicts)
+
+    def merge_kw_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        if isinstance(ȳ, AbstractZero):
+            return (_NO, *(_Z for _ in dicts))
+        b = ȳ._backing if isinstance(ȳ, Tangent) else ȳ
+        parts = []
+        for d in dicts:
+            part = {k: b[k] for k in d if k in b and not isinstance(b[k], AbstractZero)}
+            parts.append(part or _Z)
+        return (_NO, *parts)
+
+    return y, merge_kw_pullback
+
+
 def unpack(t: Any, n: int) -> tuple:
     items = tuple(t)
     if len(items) != n:
@@ -585,7 +631,7 @@ HELPERS: dict[str, Any] = {
     "_ad_acc": _runtime.acc,
     "_ad_Z": _Z,
     "_ad_NoTangent": _NO,
-    "_ad_bad_cotangents": _runtime.bad_cotangents,
+    "_ad_unpack_error": _runtime.unpack_error,
     "_ad_kw_ct": _runtime.kw_ct,
     "_ad_field": _runtime.field_ct,
     "_ad_fn_tangent": _runtime.fn_tangent,
@@ -595,6 +641,8 @@ HELPERS: dict[str, Any] = {
     "_ad_setitem": setitem,
     "_ad_append": append,
     "_ad_unpack": unpack,
+    "_ad_apply": apply,
+    "_ad_merge_kw": merge_kw,
     "_ad_unpack_star": unpack_star,
     "_ad_mk_tuple": mk_tuple,
     "_ad_mk_list": mk_list,

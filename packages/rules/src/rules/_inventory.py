@@ -80,6 +80,18 @@ def _names(module: str) -> dict[int, list[str]]:
     return out
 
 
+def _has_generic_rule(table: Any, f: Any) -> bool:
+    """A rule any AD can use: no config, or one of rulescore's own traits.
+
+    Rules an AD registers for its own config (``ad`` adds some for iteration
+    builtins) belong to that AD, not to this inventory.
+    """
+    return any(
+        not r.opt_out and (r.config is None or r.config.__module__ == "rulescore._config")
+        for r in table.table.rules_for(f)
+    )
+
+
 def inventory() -> list[InventoryEntry]:
     """Every covered library function with an ``rrule`` or ``frule``, by module and name.
 
@@ -94,7 +106,8 @@ def inventory() -> list[InventoryEntry]:
     """
     fs: dict[int, Any] = {}
     for f in rrule.functions() + frule.functions():
-        fs[id(f)] = f
+        if _has_generic_rule(rrule, f) or _has_generic_rule(frule, f):
+            fs[id(f)] = f
     names: dict[str, dict[int, list[str]]] = {}
     out = []
     for f in fs.values():
@@ -105,7 +118,9 @@ def inventory() -> list[InventoryEntry]:
             names[mod] = _names(mod)
         aliases = tuple(sorted(n for n in names[mod].get(id(f), ()) if n != name))
         out.append(
-            InventoryEntry(f, mod, name, rrule.has_rule_for(f), frule.has_rule_for(f), aliases)
+            InventoryEntry(
+                f, mod, name, _has_generic_rule(rrule, f), _has_generic_rule(frule, f), aliases
+            )
         )
     out.sort(key=lambda e: (e.module, e.name))
     return out

@@ -17,7 +17,17 @@ from typing import Any
 
 import numpy as np
 
-from rulescore import AbstractZero, NoTangent, ProjectTo, ZeroTangent, frule, rrule, unthunk
+from rulescore import (
+    AbstractZero,
+    InplaceableThunk,
+    NoTangent,
+    ProjectTo,
+    Thunk,
+    ZeroTangent,
+    frule,
+    rrule,
+    unthunk,
+)
 
 from ._numpy_linear import dense, project_nested, register_linear, scatter_zeros, sum_to
 
@@ -43,12 +53,26 @@ def _(x: np.ndarray, key: Any) -> Any:
         ȳ = unthunk(ȳ)
         if isinstance(ȳ, AbstractZero):
             return _NO, _ZERO, _NO
-        dx = scatter_zeros(x, ȳ)
-        if _repeats_possible(key):
-            np.add.at(dx, key, ȳ)
-        else:
-            dx[key] = ȳ
-        return _NO, ProjectTo(x)(dx), _NO
+        repeats = _repeats_possible(key)
+
+        def dense() -> Any:
+            dx = scatter_zeros(x, ȳ)
+            if repeats:
+                np.add.at(dx, key, ȳ)
+            else:
+                dx[key] = ȳ
+            return ProjectTo(x)(dx)
+
+        def add_into(acc: Any) -> Any:
+            # Accumulate into an existing cotangent of x without a dense zeros array.
+            part = ȳ.real if acc.dtype.kind != "c" and np.iscomplexobj(ȳ) else ȳ
+            if repeats:
+                np.add.at(acc, key, part)
+            else:
+                acc[key] += part
+            return acc
+
+        return _NO, InplaceableThunk(add_into, Thunk(dense)), _NO
 
     return y, getitem_pullback
 

@@ -10,6 +10,8 @@ from rulescore import AbstractZero, ProjectTo, unthunk
 
 __all__ = ["is_zero", "project", "unbroadcast"]
 
+_ndarray = np.ndarray
+
 
 def is_zero(x: Any) -> bool:
     """True for ``ZeroTangent()``/``NoTangent()`` (test with this, not ``== 0``)."""
@@ -29,6 +31,8 @@ def unbroadcast(x: Any, dx: Any) -> Any:
     >>> unbroadcast(2.0, np.ones((2, 2)))
     4.0
     """
+    if type(dx) is _ndarray and type(x) is _ndarray and dx.shape == x.shape and dx.dtype == x.dtype:
+        return dx  # the common case: nothing to reduce, nothing to project
     dx = unthunk(dx)
     if isinstance(dx, AbstractZero):
         return dx
@@ -52,6 +56,8 @@ def unbroadcast(x: Any, dx: Any) -> Any:
 
 def project(x: Any, dx: Any) -> Any:
     """``ProjectTo(x)(dx)``, accepting lists as array primals."""
+    if type(dx) is _ndarray and type(x) is _ndarray and dx.shape == x.shape and dx.dtype == x.dtype:
+        return dx
     if isinstance(x, list):
         return ProjectTo(np.asarray(x))(dx)
     return ProjectTo(x)(dx)

@@ -195,6 +195,8 @@ class RuleTable:
         self._cache: dict[tuple, Rule | None] = {}
         #: Bumped by every registration, so callers can cache derived facts.
         self.version = 0
+        #: Called with no arguments after every registration (an AD's caches).
+        self.listeners: list[Any] = []
 
     def add(self, rule: Rule) -> None:
         f = rule.f
@@ -212,6 +214,8 @@ class RuleTable:
         entries.append(rule)
         self._cache.clear()
         self.version += 1
+        for listener in self.listeners:
+            listener()
 
     def functions(self) -> list[Any]:
         """Every function with at least one rule that is not an opt-out."""

@@ -156,6 +156,8 @@ def scalar_rule(f: Any, partials: Callable | None = None, types: tuple | None = 
         return Ω, outs[0]
 
     scalar_rrule.__name__ = scalar_rrule.__qualname__ = f"{name}_rrule"
+    # An AD may call the partials directly for plain floats (its fast path).
+    scalar_rrule.scalar_partials = partials  # type: ignore[attr-defined]
     scalar_frule.__name__ = scalar_frule.__qualname__ = f"{name}_frule"
     rrule.register_signature(f, scalar_rrule, types)
     frule.register_signature(f, scalar_frule, types)

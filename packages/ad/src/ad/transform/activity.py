@@ -92,25 +92,40 @@ def active_names(
     fn: ast.FunctionDef, seeds: set[str], plain_funcs: frozenset[str] = frozenset()
 ) -> set[str]:
     """The names that may carry a derivative, starting from ``seeds``."""
+    # Each statement reduces to (names it reads that could activate it, names
+    # it binds); the fixed point then iterates over these small sets only.
+    edges: list[tuple[set[str], list[str]]] = []
+    for s in _walk_stmts(fn.body):
+        if isinstance(s, ast.Assign):
+            value = s.value
+            if not value_is_active(value, _EVERYTHING, plain_funcs):
+                continue
+            edges.append((loaded_names(value), _targets(s.targets[0])))
+        elif isinstance(s, ast.For):
+            edges.append((loaded_names(s.iter), _targets(s.target)))
+        elif isinstance(s, ast.FunctionDef):
+            edges.append((loaded_names(s), [s.name]))
     active = set(seeds)
     changed = True
     while changed:
         changed = False
-        for s in _walk_stmts(fn.body):
-            if isinstance(s, ast.Assign):
-                if value_is_active(s.value, active, plain_funcs):
-                    for name in _targets(s.targets[0]):
-                        if name not in active:
-                            active.add(name)
-                            changed = True
-            elif isinstance(s, ast.For):
-                if loaded_names(s.iter) & active:
-                    for name in _targets(s.target):
-                        if name not in active:
-                            active.add(name)
-                            changed = True
-            elif isinstance(s, ast.FunctionDef):
-                if s.name not in active and loaded_names(s) & active:
-                    active.add(s.name)
-                    changed = True
+        for reads, binds in edges:
+            if reads & active:
+                for name in binds:
+                    if name not in active:
+                        active.add(name)
+                        changed = True
     return active
+
+
+class _Everything(set):
+    """A set that intersects everything: 'could this ever be active?'."""
+
+    def __and__(self, other: object) -> set:  # type: ignore[override]
+        return set(other) if isinstance(other, (set, frozenset)) else set()
+
+    def __rand__(self, other: object) -> set:  # type: ignore[override]
+        return set(other) if isinstance(other, (set, frozenset)) else set()
+
+
+_EVERYTHING = _Everything()

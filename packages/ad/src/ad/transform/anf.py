@@ -212,14 +212,37 @@ class _Normalizer:
 
     def call(self, e: ast.Call, out: list[ast.stmt]) -> ast.expr:
         func = self.atom(e.func, out)
-        args: list[ast.expr] = []
-        for a in e.args:
-            if isinstance(a, ast.Starred):
-                args.append(ast.Starred(value=self.atom(a.value, out), ctx=ast.Load()))
-            else:
-                args.append(self.atom(a, out))
+        if any(isinstance(a, ast.Starred) for a in e.args) or any(
+            k.arg is None for k in e.keywords
+        ):
+            return self.splat_call(func, e, out)
+        args = [self.atom(a, out) for a in e.args]
         keywords = [ast.keyword(arg=k.arg, value=self.atom(k.value, out)) for k in e.keywords]
         return ast.Call(func=func, args=args, keywords=keywords)
+
+    def splat_call(self, func: ast.expr, e: ast.Call, out: list[ast.stmt]) -> ast.expr:
+        """f(a, *b, k=v, **d) -> _ad_apply(f, _ad_concat_tuple((a,), b), _ad_merge_kw({'k': v}, d))."""
+        args = self.atom(self.starred_display(ast.Tuple(elts=e.args, ctx=ast.Load()), out), out)
+        parts: list[ast.expr] = []
+        named: list[ast.keyword] = []
+        for k in e.keywords:
+            if k.arg is None:
+                if named:
+                    parts.append(self.bind(self.named_dict(named, out), out))
+                    named = []
+                parts.append(self.atom(k.value, out))
+            else:
+                named.append(k)
+        if named or not parts:
+            parts.append(self.bind(self.named_dict(named, out), out))
+        kw = (
+            parts[0] if len(parts) == 1 else self.bind(self.helper_call("_ad_merge_kw", parts), out)
+        )
+        return self.helper_call("_ad_apply", [func, args, kw])
+
+    def named_dict(self, named: list[ast.keyword], out: list[ast.stmt]) -> ast.Dict:
+        keys: list[ast.expr | None] = [ast.Constant(k.arg) for k in named]
+        return ast.Dict(keys=keys, values=[self.atom(k.value, out) for k in named])
 
     def comprehension(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
         """[elt for x in it if c] -> an explicit loop building a list (or set, dict)."""
@@ -492,8 +515,11 @@ def _contains(body: list[ast.stmt], kinds: tuple) -> Iterator[ast.AST] | bool:
 
 
 def normalize(tree: ast.FunctionDef, filename: str) -> ast.FunctionDef:
-    """Return the A-normal form of ``tree`` (a new tree; ``tree`` is not modified)."""
-    tree = copy.deepcopy(tree)
+    """Return the A-normal form of ``tree`` (a new tree; ``tree`` is not modified).
+
+    Leaf expressions (names, constants, operators) may be shared with the input.
+    """
+    tree = copy.copy(tree)
     norm = _Normalizer(filename, tree.name)
     norm.lineno = tree.lineno
     body = norm.stmts(tree.body)

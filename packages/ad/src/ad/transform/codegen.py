@@ -49,16 +49,51 @@ def factory_module(fwd: ast.FunctionDef, cell_names: list[str]) -> ast.Module:
         col_offset=0,
         **({"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}),
     )
-    module = ast.fix_missing_locations(ast.Module(body=[factory], type_ignores=[]))
-    for node in ast.walk(module):
-        # Generated nodes carry only a start line; make every range valid.
-        if hasattr(node, "lineno"):
-            if getattr(node, "end_lineno", None) is None or node.end_lineno < node.lineno:
-                node.end_lineno = node.lineno
-                node.end_col_offset = node.col_offset
-            elif node.end_lineno == node.lineno and (node.end_col_offset or 0) < node.col_offset:
-                node.end_col_offset = node.col_offset
+    module = ast.Module(body=[factory], type_ignores=[])
+    _locate(module, line)
     return module
+
+
+_Name = ast.Name
+_AST = ast.AST
+
+
+def _locate(root: ast.AST, line: int) -> None:
+    """Give every node a valid location, inheriting its parent's line.
+
+    One iterative pass over ``_fields``: ``ast.fix_missing_locations`` plus a
+    range check would walk the (large) generated tree twice, more slowly.
+    """
+    stack = [(root, line)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, ln = pop()
+        if "lineno" in node._attributes:
+            own = getattr(node, "lineno", None)
+            if own is None:
+                node.lineno = node.end_lineno = ln
+                node.col_offset = node.end_col_offset = 0
+            else:
+                ln = own
+                end = getattr(node, "end_lineno", None)
+                if end is None or end < own:
+                    node.end_lineno = own
+                    node.end_col_offset = node.col_offset
+                elif end == own and (getattr(node, "end_col_offset", None) or 0) < node.col_offset:
+                    node.end_col_offset = node.col_offset
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, _AST):
+                        push((item, ln))
+            elif isinstance(value, _AST):
+                push((value, ln))
+
+
+def used_names(root: ast.AST, candidates: dict) -> set[str]:
+    """The names in ``candidates`` that ``root`` reads."""
+    return {n.id for n in ast.walk(root) if type(n) is _Name and n.id in candidates}
 
 
 def compile_primal(module: ast.Module, filename: str) -> types.CodeType:

@@ -171,8 +171,11 @@ class _Desugar:
 
 
 def desugar(fn: ast.FunctionDef) -> ast.FunctionDef:
-    """Return a copy of ``fn`` without early returns, ``continue`` or mid-body ``break``."""
-    fn = copy.deepcopy(fn)
+    """Return a copy of ``fn`` without early returns, ``continue`` or mid-body ``break``.
+
+    Unchanged statements are shared with the input, never modified.
+    """
+    fn = copy.copy(fn)
     convert = not _tail_returns_only(fn.body)
     d = _Desugar(convert)
     body, _exits = d.block(fn.body)

@@ -290,47 +290,26 @@ class _Gen:
         for t in tnames:
             if t in self.active:
                 self.adjoints.add(t)
+        # The result is unpacked directly: a pullback returning the wrong number
+        # of cotangents fails the unpacking, which _ad_back turns into an error
+        # naming the pullback (``_ad_p``) and the line.
+        used = {idx for idx, _ in inputs}
+        if kw_inputs:
+            used.add(n_results - 1)
+        slots = [_n(f"_ad_g{i}" if i in used else "_ad_u", True) for i in range(n_results)]
         inner: list[ast.stmt] = [
-            _assign("_ad_c", ast.Call(func=_n(pb), args=[seed], keywords=[]), line),
-            *self.reset(tnames, line),
-            ast.If(
-                test=ast.Compare(
-                    left=_call("len", _n("_ad_c")),
-                    ops=[ast.NotEq()],
-                    comparators=[ast.Constant(n_results)],
-                ),
-                body=[
-                    ast.Expr(
-                        value=_call(
-                            "_ad_bad_cotangents",
-                            _n("_ad_c"),
-                            ast.Constant(n_results),
-                            value.func,
-                            ast.Constant(f"{self.filename}:{line}"),
-                        ),
-                        lineno=line,
-                        col_offset=0,
-                    )
-                ],
-                orelse=[],
-                lineno=line,
-                col_offset=0,
+            _assign("_ad_p", _n(pb), line),
+            _assign(
+                ast.Tuple(elts=slots, ctx=ast.Store()),
+                ast.Call(func=_n("_ad_p"), args=[seed], keywords=[]),
+                line,
             ),
+            *self.reset(tnames, line),
         ]
         for idx, name in inputs:
-            inner.append(
-                self.accumulate(
-                    name,
-                    ast.Subscript(value=_n("_ad_c"), slice=ast.Constant(idx), ctx=ast.Load()),
-                    line,
-                )
-            )
+            inner.append(self.accumulate(name, _n(f"_ad_g{idx}"), line))
         for kname, name in kw_inputs:
-            got = _call(
-                "_ad_kw_ct",
-                ast.Subscript(value=_n("_ad_c"), slice=ast.Constant(n_results - 1), ctx=ast.Load()),
-                ast.Constant(kname),
-            )
+            got = _call("_ad_kw_ct", _n(f"_ad_g{n_results - 1}"), ast.Constant(kname))
             inner.append(self.accumulate(name, got, line))
         bwd = [*pop, ast.If(test=test, body=inner, orelse=[], lineno=line, col_offset=0)]
         return fwd, bwd
@@ -574,6 +553,86 @@ def _plain(s: ast.Assign) -> ast.Assign:
     return s
 
 
+def _assigned(stmts: list[ast.stmt]) -> set[str]:
+    out: set[str] = set()
+    for st in stmts:
+        for node in ast.walk(st):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                out.add(node.id)
+    return out
+
+
+def _is_accumulate(st: ast.stmt) -> bool:
+    """``X = V if X is _ad_Z else _ad_acc(X, V)``, as ``_Gen.accumulate`` writes it."""
+    if not (isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name)):
+        return False
+    v = st.value
+    return (
+        isinstance(v, ast.IfExp)
+        and isinstance(v.test, ast.Compare)
+        and isinstance(v.test.left, ast.Name)
+        and v.test.left.id == st.targets[0].id
+        and isinstance(v.test.ops[0], ast.Is)
+    )
+
+
+def simplify_adjoint(stmts: list[ast.stmt], zero: set[str]) -> tuple[list[ast.stmt], set[str]]:
+    """Drop zero tests that are statically known: the first accumulation into an
+    adjoint after it was set to zero becomes a plain assignment.
+
+    ``zero`` holds the adjoint variables known to be ``_ad_Z`` on entry; the
+    result is the rewritten block and the set known on exit.
+    """
+    zero = set(zero)
+    out: list[ast.stmt] = []
+    for st in stmts:
+        if isinstance(st, ast.Assign):
+            targets = st.targets
+            if isinstance(st.value, ast.Name) and st.value.id == Z:
+                out.append(st)
+                zero |= {t.id for t in targets if isinstance(t, ast.Name)}
+                continue
+            if _is_accumulate(st) and st.targets[0].id in zero:  # type: ignore[attr-defined]
+                name = st.targets[0].id  # type: ignore[attr-defined]
+                out.append(
+                    ast.Assign(
+                        targets=st.targets, value=st.value.body, lineno=st.lineno, col_offset=0
+                    )
+                )  # type: ignore[attr-defined]
+                zero.discard(name)
+                continue
+            out.append(st)
+            zero -= _assigned([st])
+        elif isinstance(st, ast.If):
+            body, z1 = simplify_adjoint(st.body, zero)
+            orelse, z2 = simplify_adjoint(st.orelse, zero)
+            out.append(
+                ast.If(test=st.test, body=body, orelse=orelse, lineno=st.lineno, col_offset=0)
+            )
+            zero = z1 & (z2 if st.orelse else zero)
+        elif isinstance(st, (ast.For, ast.While)):
+            inside = zero - _assigned(st.body)
+            body, _ = simplify_adjoint(st.body, inside)
+            new = (
+                ast.For(
+                    target=st.target,
+                    iter=st.iter,
+                    body=body,
+                    orelse=[],
+                    lineno=st.lineno,
+                    col_offset=0,
+                )
+                if isinstance(st, ast.For)
+                else ast.While(test=st.test, body=body, orelse=[], lineno=st.lineno, col_offset=0)
+            )
+            out.append(new)
+            zero = inside
+        else:
+            out.append(st)
+            zero -= _assigned([st])
+    return out, zero
+
+
 def generate(
     fn: ast.FunctionDef,
     active: set[str],
@@ -585,6 +644,7 @@ def generate(
     """The module AST defining ``_ad_factory`` for the ANF function ``fn``."""
     gen = _Gen(active=active, filename=filename, fname=fn.name, plain_funcs=plain_funcs)
     fwd_body, bwd_body = gen.block(fn.body, 0, True)
+    bwd_body, _ = simplify_adjoint(bwd_body, {d(a) for a in gen.adjoints | set(param_names(fn))})
     line = fn.lineno
     params = param_names(fn)
     # Adjoint entry: every adjoint starts at zero; stacks get their cursors.
@@ -627,7 +687,31 @@ def generate(
             kwarg=None,
             defaults=[],
         ),
-        body=[*init, *bwd_body, ast.Return(value=result, lineno=line, col_offset=0)],
+        body=[
+            ast.Try(
+                body=[*init, *bwd_body, ast.Return(value=result, lineno=line, col_offset=0)],
+                handlers=[
+                    ast.ExceptHandler(
+                        type=_n("ValueError"),
+                        name="_ad_e",
+                        body=[
+                            ast.Raise(
+                                exc=_call("_ad_unpack_error", _n("_ad_e")),
+                                cause=None,
+                                lineno=line,
+                                col_offset=0,
+                            )
+                        ],
+                        lineno=line,
+                        col_offset=0,
+                    )
+                ],
+                orelse=[],
+                finalbody=[],
+                lineno=line,
+                col_offset=0,
+            )
+        ],
         decorator_list=[],
         returns=None,
         lineno=line,
