@@ -12,9 +12,25 @@ control flow in reverse; the result is cached per code object.
 
 import rules as _rules  # noqa: F401  (registers the rules the AD runs on)
 
-from . import _helpers  # noqa: F401  (registers ad's structural rules)
+from . import (
+    _forward_rules,  # noqa: F401  (registers the frules of ad's helpers)
+    _helpers,  # noqa: F401  (registers ad's structural rules)
+)
 from ._api import WithGradient, _pullback, code_adjoint, gradient, pullback, withgradient
+from ._buffer import Buffer
 from ._config import ADConfig
+from ._forward_api import jvp, pushforward
+from ._jacobian import WithJacobian, jacobian, withjacobian
+from ._params import Grads, Params
+from ._utilities import (
+    checkpoint,
+    dropgrad,
+    hook,
+    ignore_derivatives,
+    isderiving,
+    nestlevel,
+    showgrad,
+)
 from .errors import (
     ADError,
     CotangentShapeError,
@@ -22,6 +38,8 @@ from .errors import (
     NonScalarOutputError,
     NoRuleError,
     NoSourceError,
+    OutputTypeError,
+    ParamsError,
     UnsupportedSyntaxError,
 )
 
@@ -40,6 +58,23 @@ __all__ = [
     "_pullback",
     "code_adjoint",
     "gradient",
+    "jvp",
     "pullback",
+    "pushforward",
     "withgradient",
+    "Buffer",
+    "Grads",
+    "OutputTypeError",
+    "Params",
+    "ParamsError",
+    "WithJacobian",
+    "checkpoint",
+    "dropgrad",
+    "hook",
+    "ignore_derivatives",
+    "isderiving",
+    "jacobian",
+    "nestlevel",
+    "showgrad",
+    "withjacobian",
 ]

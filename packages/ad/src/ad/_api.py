@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from rulescore import AbstractZero, NotImplementedTangent, Tangent, ZeroTangent, unthunk
 
+from ._params import Params, params_pullback, params_withgradient
 from ._runtime import call_function, rcall
 from .errors import NonScalarOutputError
 
@@ -81,6 +82,8 @@ def pullback(f: Callable, *args: Any) -> tuple[Any, Callable]:
 
     See also: gradient, withgradient.
     """
+    if len(args) == 1 and isinstance(args[0], Params):  # implicit parameters
+        return params_pullback(f, args[0])
     y, pb = _top_call(f, args)
 
     def back(ȳ: Any) -> tuple:
@@ -145,6 +148,8 @@ def withgradient(f: Callable, *args: Any) -> WithGradient:
     >>> withgradient(lambda x: (x * x, "aux"), 3.0)
     WithGradient(val=(9.0, 'aux'), grad=(6.0,))
     """
+    if len(args) == 1 and isinstance(args[0], Params):  # implicit parameters
+        return params_withgradient(f, args[0])
     y, pb = _top_call(f, args)
     if isinstance(y, tuple) and not hasattr(y, "_fields"):
         if not y:

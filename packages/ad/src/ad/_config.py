@@ -4,21 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from rulescore import HasReverseMode, RuleConfig
+from rulescore import HasForwardsMode, HasReverseMode, RuleConfig
 
 __all__ = ["ADConfig"]
 
 
-class ADConfig(RuleConfig, HasReverseMode):
-    """The configuration of this AD: it can differentiate in reverse mode.
+class ADConfig(RuleConfig, HasReverseMode, HasForwardsMode):
+    """The configuration of this AD: it differentiates in reverse and forward mode.
 
     Rules registered with ``config=HasReverseMode`` receive it and may call
     ``rulescore.rrule_via_ad(config, f, *args)`` to differentiate a function
-    they were given (a ``map`` or ``reduce`` rule, an ODE solver).
+    they were given (a ``map`` or ``reduce`` rule, an ODE solver); rules
+    registered with ``config=HasForwardsMode`` may call
+    ``rulescore.frule_via_ad(config, (ḟ, *ẋs), f, *args)``.
 
     >>> from rulescore import rrule_via_ad
     >>> y, pb = rrule_via_ad(ADConfig(), lambda x: x * x, 3.0)
     >>> y, pb(1.0)[1]
+    (9.0, 6.0)
+    >>> from rulescore import frule_via_ad, ZeroTangent
+    >>> frule_via_ad(ADConfig(), (ZeroTangent(), 1.0), lambda x: x * x, 3.0)
     (9.0, 6.0)
     """
 
@@ -36,3 +41,22 @@ class ADConfig(RuleConfig, HasReverseMode):
 
             return y, via_ad_pullback
         return rcall(f, *args)
+
+    def frule_via_ad(self, tangents: tuple, f: Any, *args: Any, **kwargs: Any) -> Any:
+        """``(y, ẏ)`` of ``f(*args)`` pushed along ``tangents = (ḟ, ẋ1, ...)``.
+
+        Keyword arguments get no tangent (they are constants), as in rules.
+        """
+        from rulescore import ZeroTangent
+
+        from ._forward import dispatch, fcall
+
+        if not isinstance(tangents, tuple) or len(tangents) != len(args) + 1:
+            raise TypeError(
+                f"frule_via_ad: expected a tuple of {len(args) + 1} tangents "
+                f"(ḟ and one per argument), got {tangents!r}"
+            )
+        tangents = tuple(ZeroTangent() if ṫ is None else ṫ for ṫ in tangents)
+        if kwargs:
+            return dispatch(f, tangents, args, kwargs, {})
+        return fcall(f, tangents, *args)

@@ -9,6 +9,8 @@ __all__ = [
     "NoRuleError",
     "NoSourceError",
     "NonScalarOutputError",
+    "OutputTypeError",
+    "ParamsError",
     "UnsupportedSyntaxError",
 ]
 
@@ -48,3 +50,13 @@ class CotangentShapeError(ADError, ValueError):
 
 class MutationError(ADError, RuntimeError):
     """In-place mutation that would corrupt values the backward pass needs."""
+
+
+class OutputTypeError(ADError, TypeError):
+    """The function's output has a type the entry point cannot differentiate
+    (e.g. ``jacobian`` of a function returning a dict or a string)."""
+
+
+class ParamsError(ADError, ValueError):
+    """Implicit parameters (``ad.Params``) whose gradient cannot be found, e.g. an
+    array the loss reads as a module-level global."""

@@ -2,6 +2,8 @@
 
 source -> fence -> desugar -> anf -> activity -> reverse -> codegen, cached per code
 object (and per whether the closure's captured variables are differentiated).
+Forward mode shares the front (``front``: up to activity) and replaces
+reverse with ``forward`` (``forward_transformed``, its own cache).
 Each pass is a module whose docstring states its output form.
 """
 
@@ -15,13 +17,20 @@ from typing import Any
 
 from .activity import NONDIFF_BUILTINS, active_names, loaded_names, param_names
 from .anf import normalize
-from .codegen import compile_primal, factory_module
+from .codegen import compile_primal, factory_module, used_names  # noqa: F401
 from .desugar import desugar
 from .fence import check_supported
 from .reverse import generate
 from .source import get_source
 
-__all__ = ["Transformed", "adjoint_source", "transformed"]
+__all__ = [
+    "Front",
+    "Transformed",
+    "adjoint_source",
+    "forward_transformed",
+    "front",
+    "transformed",
+]
 
 
 @dataclass(frozen=True)
@@ -44,11 +53,20 @@ class Transformed:
     spec: Signature
     simple: bool
     n_positional: int
-    source: str
     freevars: tuple[str, ...]
+
+    last: tuple[Any, Any] = (None, None)
 
     def instantiate(self, f: types.FunctionType) -> types.FunctionType:
         """The generated primal bound to ``f``'s globals, defaults and closure."""
+        last_f, last_fwd = self.last
+        if last_f is f and last_fwd.__defaults__ is f.__defaults__:
+            return last_fwd  # the usual case: the same function differentiated again
+        fwd = self._instantiate(f)
+        self.last = (f, fwd)
+        return fwd
+
+    def _instantiate(self, f: types.FunctionType) -> types.FunctionType:
         own = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
         cells = tuple(own[n] if n in own else self.helper_cells[n] for n in self.code.co_freevars)
         fwd = types.FunctionType(self.code, f.__globals__, f.__name__, f.__defaults__, cells)
@@ -70,18 +88,34 @@ def transformed(f: types.FunctionType, closure_active: bool) -> Transformed:
     return entry
 
 
-def _pipeline(
-    f: types.FunctionType, closure_active: bool
-) -> tuple[ast.FunctionDef, ast.FunctionDef, str]:
+@dataclass(frozen=True)
+class Front:
+    """The shared front of the pipeline: ANF body, active names, plain builtins."""
+
+    anf: ast.FunctionDef
+    active: set[str]
+    plain: frozenset[str]
+    filename: str
+
+
+def front(f: types.FunctionType, closure_active: bool) -> Front:
+    """source -> fence -> desugar -> anf -> activity, shared by reverse and forward mode."""
     src = get_source(f)
     tree = check_supported(src.tree, src.filename)
     anf = normalize(desugar(tree), src.filename)
     freevars = f.__code__.co_freevars
     seeds = set(param_names(anf)) | (set(freevars) if closure_active else set())
     plain = _plain_builtins(f, anf)
-    active = active_names(anf, seeds, plain)
-    fwd = generate(anf, active, freevars, closure_active, src.filename, plain)
-    return anf, fwd, src.filename
+    return Front(anf, active_names(anf, seeds, plain), plain, src.filename)
+
+
+def _pipeline(
+    f: types.FunctionType, closure_active: bool
+) -> tuple[ast.FunctionDef, ast.FunctionDef, str]:
+    fr = front(f, closure_active)
+    freevars = f.__code__.co_freevars
+    fwd = generate(fr.anf, fr.active, freevars, closure_active, fr.filename, fr.plain)
+    return fr.anf, fwd, fr.filename
 
 
 def _plain_builtins(f: types.FunctionType, anf: ast.FunctionDef) -> frozenset[str]:
@@ -100,13 +134,24 @@ def _plain_builtins(f: types.FunctionType, anf: ast.FunctionDef) -> frozenset[st
     return frozenset(out)
 
 
+_CELLS: dict[str, types.CellType] = {}
+
+
+def _helper_cells(helpers: dict[str, Any]) -> dict[str, types.CellType]:
+    """One closure cell per runtime helper, shared by every generated function."""
+    if len(_CELLS) != len(helpers):
+        _CELLS.update({n: types.CellType(v) for n, v in helpers.items() if n not in _CELLS})
+    return _CELLS
+
+
 def _build(f: types.FunctionType, closure_active: bool) -> Transformed:
     from .._helpers import HELPERS
 
     anf, fwd, filename = _pipeline(f, closure_active)
     freevars = f.__code__.co_freevars
-    used = {n.id for n in ast.walk(fwd) if isinstance(n, ast.Name) and n.id in HELPERS}
-    cell_names = sorted(used - set(freevars)) + list(freevars)
+    # Every helper is bound in the factory scope; the compiler keeps as free
+    # variables of _ad_fwd only those it reads, so no walk is needed here.
+    cell_names = [n for n in HELPERS if n not in freevars] + list(freevars)
     module = factory_module(fwd, cell_names)
     code = compile_primal(module, filename)
     a = anf.args
@@ -121,11 +166,10 @@ def _build(f: types.FunctionType, closure_active: bool) -> Transformed:
     simple = spec.vararg is None and spec.kwarg is None and not spec.kwonly
     return Transformed(
         code=code,
-        helper_cells={n: types.CellType(HELPERS[n]) for n in used},
+        helper_cells=_helper_cells(HELPERS),
         spec=spec,
         simple=simple,
         n_positional=len(positional),
-        source=ast.unparse(module),
         freevars=freevars,
     )
 
@@ -164,3 +208,18 @@ def _annotate(node: ast.stmt, out: list[str], depth: int) -> None:
     text = ast.unparse(node).splitlines()
     out.append(f"{pad}{text[0]}{comment}")
     out.extend(pad + t for t in text[1:])
+
+
+_FWD_CACHE: dict[tuple[types.CodeType, bool], Any] = {}
+
+
+def forward_transformed(f: types.FunctionType, closure_active: bool) -> Any:
+    """The cached forward-mode (pushforward) transform of ``f``'s code."""
+    key = (f.__code__, closure_active)
+    entry = _FWD_CACHE.get(key)
+    if entry is None:
+        from .forward import build_forward
+
+        entry = build_forward(f, closure_active)
+        _FWD_CACHE[key] = entry
+    return entry

@@ -1,0 +1,275 @@
+"""``frule``s for the helpers generated code calls, and for iteration builtins.
+
+The counterparts of the ``rrule``s in ``_helpers``, registered under ad's own
+``ADConfig``: containers (``_ad_mk_tuple``, ``_ad_concat_list``, unpacking,
+``list``/``tuple``/``reversed``, ``dict.items``...), attribute reads and
+writes, item writes, ``append`` and the in-place operators. A container's
+tangent is a ``Tangent[tuple]`` / ``Tangent[list]`` / ``Tangent[dict]`` (as in
+``rules``), or a zero.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import operator
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from rulescore import NoTangent, Tangent, ZeroTangent, frule, unthunk
+
+from . import _forward, _helpers
+from ._config import ADConfig
+from ._forward import call_with, entries, fcall, is_zero, mapping_entry, split, tan_list, tan_tuple
+from ._runtime import call_site
+from .errors import MutationError
+
+__all__: list[str] = []
+
+_Z = ZeroTangent()
+_NO = NoTangent()
+
+
+def _halves(args: tuple) -> tuple[tuple, tuple]:
+    """A variadic frule's arguments: (tangents, primals)."""
+    n = len(args) // 2
+    return args[:n], args[n:]
+
+
+# --- containers -------------------------------------------------------------
+
+
+@frule.register(_helpers.mk_tuple, config=ADConfig)
+def _(config: Any, ḟ: Any, *args: Any) -> Any:
+    ts, xs = _halves(args)
+    return xs, tan_tuple(*ts)
+
+
+@frule.register(_helpers.mk_list, config=ADConfig)
+def _(config: Any, ḟ: Any, *args: Any) -> Any:
+    ts, xs = _halves(args)
+    return list(xs), tan_list(*ts)
+
+
+@frule.register(_helpers.mk_dict, config=ADConfig)
+def _(config: Any, ḟ: Any, *args: Any) -> Any:
+    ts, xs = _halves(args)
+    keys = xs[0]
+    return dict(zip(keys, xs[1:])), _forward.tan_dict(keys, ts[1:])
+
+
+def _concat_frule(kind: type) -> Callable:
+    def concat_frule(config: Any, ḟ: Any, *args: Any) -> Any:
+        ts, parts = _halves(args)
+        items: list = []
+        item_ts: list = []
+        for p, ṗ in zip(parts, ts):
+            p = list(p)
+            items.extend(p)
+            item_ts.extend(entries(ṗ, len(p), p))
+        return kind(items), (tan_tuple if kind is tuple else tan_list)(*item_ts)
+
+    return concat_frule
+
+
+frule.register(_helpers.concat_tuple, config=ADConfig)(_concat_frule(tuple))
+frule.register(_helpers.concat_list, config=ADConfig)(_concat_frule(list))
+
+
+@frule.register(_helpers.unpack, config=ADConfig)
+def _(config: Any, ḟ: Any, ṫ: Any, ṅ: Any, t: Any, n: int) -> Any:
+    return _helpers.unpack(t, n), tan_tuple(*split(ṫ, n))
+
+
+@frule.register(_helpers.unpack_star, config=ADConfig)
+def _(config: Any, ḟ: Any, ṫ: Any, ḃ: Any, ȧ: Any, t: Any, before: int, after: int) -> Any:
+    items = list(t)
+    y = _helpers.unpack_star(t, before, after)
+    es = entries(ṫ, len(items), t)
+    end = len(items) - after
+    mid = tan_list(*es[before:end]) if end > before else _Z
+    return y, tan_tuple(*es[:before], mid, *es[end:])
+
+
+def _apply_frule(config: Any, ḟ: Any, ḟn: Any, ȧ: Any, k̇: Any, f: Any, args: tuple, kwargs: dict):
+    """``f(*args, **kwargs)`` (calls with ``*``/``**``): the entries' tangents, then dispatch."""
+    args = tuple(args)
+    arg_ts = entries(ȧ, len(args), args)
+    kw_ts = {k: mapping_entry(k̇, k) for k in kwargs}
+    return call_with(f, (ḟn, *arg_ts), args, dict(kwargs), kw_ts)
+
+
+def _merge_kw_frule(config: Any, ḟ: Any, *args: Any) -> Any:
+    ts, dicts = _halves(args)
+    y = _helpers.merge_kw(*dicts)
+    b = {k: v̇ for d, ḋ in zip(dicts, ts) for k in d if not is_zero(v̇ := mapping_entry(ḋ, k))}
+    return y, Tangent[dict]._from_backing(b) if b else _Z
+
+
+# Calls with ``*``/``**`` arrive as ``_ad_apply`` (when the ANF pass emits it).
+if hasattr(_helpers, "apply"):
+    frule.register(_helpers.apply, config=ADConfig)(_apply_frule)
+if hasattr(_helpers, "merge_kw"):
+    frule.register(_helpers.merge_kw, config=ADConfig)(_merge_kw_frule)
+
+
+def _iterable_frule(kind: Callable) -> Callable:
+    """``list(it)``, ``tuple(it)``, ``_ad_aslist(it)``: the entries' tangents, in order."""
+
+    def iterable_frule(config: Any, ḟ: Any, *args: Any) -> Any:
+        ts, xs = _halves(args)
+        if not xs:
+            return kind(), _Z
+        (it,), (ṫ,) = xs, ts
+        y = kind(it)
+        es = entries(ṫ, len(y), it)
+        return y, (tan_tuple if kind is tuple else tan_list)(*es)
+
+    return iterable_frule
+
+
+for _f, _kind in ((list, list), (tuple, tuple), (_helpers.aslist, list)):
+    frule.register(_f, config=ADConfig)(_iterable_frule(_kind))
+
+
+@frule.register(reversed, config=ADConfig)
+def _(config: Any, ḟ: Any, ẋ: Any, xs: Any) -> Any:
+    # Materialised, as the reverse-mode rule does, so the loop can index it.
+    src = list(xs)
+    return src[::-1], tan_list(*entries(ẋ, len(src), xs)[::-1])
+
+
+@frule.register(dict.items, config=ADConfig)
+def _(config: Any, ḟ: Any, ḋ: Any, d: dict) -> Any:
+    y = list(d.items())
+    if is_zero(unthunk(ḋ)):
+        return y, _Z
+    return y, tan_list(*(tan_tuple(_NO, mapping_entry(ḋ, k)) for k in d))
+
+
+@frule.register(dict.values, config=ADConfig)
+def _(config: Any, ḟ: Any, ḋ: Any, d: dict) -> Any:
+    return list(d.values()), tan_list(*(mapping_entry(ḋ, k) for k in d))
+
+
+@frule.register(dict.keys, config=ADConfig)
+def _(config: Any, ḟ: Any, ḋ: Any, d: dict) -> Any:
+    return list(d.keys()), _NO
+
+
+@frule.register(dict.get, config=ADConfig)
+def _(config: Any, ḟ: Any, *args: Any) -> Any:
+    ts, xs = _halves(args)
+    d, key = xs[0], xs[1]
+    if key in d:
+        return d[key], mapping_entry(ts[0], key)
+    return (xs[2], ts[2]) if len(xs) > 2 else (None, _NO)
+
+
+# --- attributes ---------------------------------------------------------------
+
+
+@frule.register(_helpers.getattr_, config=ADConfig)
+def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, obj: Any, name: str) -> Any:
+    value = getattr(obj, name)
+    if getattr(value, "__self__", None) is obj and callable(value):
+        return value, ȯ  # a bound method: its tangent is its receiver's
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(obj, (np.ndarray, np.generic)):
+        out = frule(config, (_Z, ȯ, _NO), getattr, obj, name)
+        if out is not None:
+            return out
+        if isinstance(obj, np.ndarray):
+            raise TypeError(f"no frule for reading attribute {name!r} of a numpy array")
+    ȯ = unthunk(ȯ)
+    if isinstance(obj, numbers.Number) and name in ("real", "imag"):
+        if is_zero(ȯ):
+            return value, _Z
+        return value, getattr(ȯ, name) if isinstance(ȯ, numbers.Number) else _Z
+    prop = _helpers._find_property(type(obj), name)
+    if prop is not None and prop.fget is not None:
+        return fcall(prop.fget, (_Z, ȯ), obj)
+    if is_zero(ȯ):
+        return value, _Z
+    if isinstance(ȯ, Tangent):
+        return value, getattr(ȯ, name)
+    return value, getattr(ȯ, name, _Z)
+
+
+@frule.register(_helpers.setattr_, config=ADConfig)
+def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, v̇: Any, obj: Any, name: str, value: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and type(obj).__dataclass_params__.frozen:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+    setattr(obj, name, value)
+    ȯ = unthunk(ȯ)
+    b = dict(ȯ._backing) if isinstance(ȯ, Tangent) else {}
+    if is_zero(v̇):
+        b.pop(name, None)
+    else:
+        b[name] = v̇
+    return obj, Tangent[type(obj)]._from_backing(b) if b else _Z
+
+
+# --- item writes and in-place updates -------------------------------------------
+
+
+@frule.register(_helpers.setitem, config=ADConfig)
+def _(config: Any, ḟ: Any, ȯ: Any, k̇: Any, v̇: Any, obj: Any, key: Any, value: Any) -> Any:
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(obj, np.ndarray):
+        # As in reverse mode, so a function behaves the same under both.
+        raise MutationError(
+            f"in-place assignment into a numpy array (at {call_site()}) is not differentiated.\n"
+            "To fix: build the array out of place (np.where, np.concatenate, np.stack, a list "
+            "then np.array), or use ad.Buffer for a buffer you fill and then copy."
+        )
+    if isinstance(obj, list):
+        if not isinstance(key, int):
+            raise TypeError("slice assignment into a list is not differentiable; build a new list")
+        es = entries(ȯ, len(obj), obj)
+        obj[key] = value
+        es[key] = v̇
+        return obj, tan_list(*es)
+    if isinstance(obj, dict):
+        obj[key] = value
+        ȯ = unthunk(ȯ)
+        b = dict(ȯ._backing if isinstance(ȯ, Tangent) else {} if is_zero(ȯ) else ȯ)
+        if is_zero(v̇):
+            b.pop(key, None)
+        else:
+            b[key] = v̇
+        return obj, Tangent[dict]._from_backing(b) if b else _Z
+    raise TypeError(
+        f"cannot differentiate item assignment into a {type(obj).__name__} "
+        f"(at {call_site()}); only lists and dicts are supported"
+    )
+
+
+@frule.register(_helpers.append, config=ADConfig)
+def _(config: Any, ḟ: Any, l̇: Any, v̇: Any, lst: list, value: Any) -> Any:
+    es = entries(l̇, len(lst), lst)
+    lst.append(value)
+    return lst, tan_list(*es, v̇)
+
+
+def _iop_frule(op: str) -> Callable:
+    outofplace = getattr(operator, op)
+
+    def iop_frule(config: Any, ḟ: Any, ẋ: Any, ẏ: Any, x: Any, y: Any) -> Any:
+        if type(x) is list and op == "add":
+            es = entries(ẋ, len(x), x)
+            x += y
+            es += entries(ẏ, len(x) - len(es), y)
+            return x, tan_list(*es)
+        return fcall(outofplace, (_Z, ẋ, ẏ), x, y)
+
+    iop_frule.__name__ = iop_frule.__qualname__ = f"iop_{op}_frule"
+    return iop_frule
+
+
+for _name, _fn in _helpers.HELPERS.items():
+    if _name.startswith("_ad_iop_"):
+        frule.register(_fn, config=ADConfig)(_iop_frule(_name[len("_ad_iop_") :]))
+        _forward.NO_SHORTCUT.add(_fn)
+_forward.NO_SHORTCUT.add(_helpers.setitem)

@@ -1,0 +1,383 @@
+"""Pass 5', forward: generate the pushforward function from the ANF body.
+
+Input: an ANF ``FunctionDef`` (see ``anf``) and its active names. Output: a
+``FunctionDef`` named ``_ad_fwd`` with the original signature plus two
+keyword-only parameters, ``_ad_dt`` (the parameters' tangents, in signature
+order) and ``_ad_df`` (the function's own tangent: its captured variables'),
+returning ``(value, tangent)``.
+
+Forward mode needs no tape: every active variable ``x`` gets a tangent
+variable ``_ad_t_x`` that is updated right after it, so the control flow
+(``if``, ``for``, ``while``, ``break``) is kept as it is. An active call
+``t = f(a, b)`` becomes ``t, _ad_t_t = _ad_fcall(f, (ḟ, ȧ, ḃ), a, b)``; calls
+with keywords go through ``_ad_fcall_gen``, float arithmetic through
+``_ad_ffast_<op>(a, b, ȧ, ḃ)`` (an inline fast path); copies, tuple,
+list and dict displays build their tangents inline; a loop over an active
+iterable walks the elements and their tangents together (``_ad_fiter``).
+Inactive statements are emitted as plain Python and set the tangents of
+their active targets to ``_ad_Z`` (activity is flow-insensitive). Every
+generated statement carries the line number of its source statement.
+"""
+
+from __future__ import annotations
+
+import ast
+import types
+from dataclasses import dataclass
+
+from ..errors import UnsupportedSyntaxError
+from .activity import loaded_names, param_names, value_is_active
+from .anf import BINOPS
+
+__all__ = ["ParamSpec", "Pushforward", "build_forward", "generate_forward", "t"]
+
+Z = "_ad_Z"
+FAST_OPS = frozenset(["add", "sub", "mul", "truediv", "pow", "neg"])
+_BINOP_NODES = {v: k for k, v in BINOPS.items()}
+_TYPE_PARAMS = {"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}
+
+
+def t(name: str) -> str:
+    """The tangent variable of ``name``."""
+    return f"_ad_t_{name}"
+
+
+def _n(id_: str, store: bool = False) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Store() if store else ast.Load())
+
+
+def _assign(target: str | ast.expr, value: ast.expr, line: int) -> ast.Assign:
+    tgt = _n(target, True) if isinstance(target, str) else target
+    return ast.Assign(targets=[tgt], value=value, lineno=line, col_offset=0)
+
+
+def _call(fn: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=_n(fn), args=list(args), keywords=[])
+
+
+def _tuple(elts: list[ast.expr], store: bool = False) -> ast.Tuple:
+    return ast.Tuple(elts=elts, ctx=ast.Store() if store else ast.Load())
+
+
+def _const_tuple(values: list) -> ast.Tuple:
+    return _tuple([ast.Constant(v) for v in values])
+
+
+def _targets(target: ast.expr) -> list[str]:
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+
+
+class _Gen:
+    def __init__(self, active: set[str], filename: str, fname: str, plain: frozenset[str]):
+        self.active = active
+        self.filename = filename
+        self.fname = fname
+        self.plain = plain
+        self.counter = 0
+
+    def fresh(self) -> str:
+        self.counter += 1
+        return f"_ad_ft{self.counter}"
+
+    def tan(self, atom: ast.expr) -> ast.expr:
+        """The tangent of an ANF atom: its tangent variable, or the zero."""
+        if isinstance(atom, ast.Name) and atom.id in self.active:
+            return _n(t(atom.id))
+        return _n(Z)
+
+    def zeros(self, names: list[str], line: int) -> list[ast.stmt]:
+        return [_assign(t(x), _n(Z), line) for x in names if x in self.active]
+
+    def error(self, node: ast.AST, what: str) -> UnsupportedSyntaxError:
+        line = getattr(node, "lineno", 0)
+        return UnsupportedSyntaxError(
+            f"{self.filename}:{line}: in {self.fname}: {what}", self.filename, line
+        )
+
+    # --- statements ---------------------------------------------------------
+
+    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in stmts:
+            out.extend(self.stmt(s))
+        return out
+
+    def stmt(self, s: ast.stmt) -> list[ast.stmt]:
+        line = getattr(s, "lineno", 0)
+        if isinstance(s, ast.Assign):
+            return self.assign(s, line)
+        if isinstance(s, ast.Return):
+            value = _tuple([s.value, self.tan(s.value)])  # type: ignore[list-item]
+            return [ast.Return(value=value, lineno=line, col_offset=0)]
+        if isinstance(s, ast.If):
+            body = self.block(s.body) or [ast.Pass()]
+            return [
+                ast.If(
+                    test=s.test, body=body, orelse=self.block(s.orelse), lineno=line, col_offset=0
+                )
+            ]
+        if isinstance(s, ast.While):
+            body = self.block(s.body) or [ast.Pass()]
+            orelse = self.block(s.orelse)
+            return [ast.While(test=s.test, body=body, orelse=orelse, lineno=line, col_offset=0)]
+        if isinstance(s, ast.For):
+            return self.for_(s, line)
+        if isinstance(s, ast.FunctionDef):
+            return [s, *self.closure_tangent(s.name, s, line)]
+        if isinstance(s, (ast.Import, ast.ImportFrom)):
+            names = [(a.asname or a.name).split(".")[0] for a in s.names]
+            return [s, *self.zeros(names, line)]
+        if isinstance(s, ast.Continue):
+            raise self.error(s, "internal: `continue` should have been desugared")
+        return [s]
+
+    def for_(self, s: ast.For, line: int) -> list[ast.stmt]:
+        name = s.target.id  # type: ignore[attr-defined]  # ANF: loop targets are names
+        body = self.block(s.body)
+        orelse = self.block(s.orelse)
+        if not (loaded_names(s.iter) & self.active):
+            body = [*self.zeros([name], line), *body]
+            return [
+                ast.For(
+                    target=s.target,
+                    iter=s.iter,
+                    body=body or [ast.Pass()],
+                    orelse=orelse,
+                    lineno=line,
+                    col_offset=0,
+                )
+            ]
+        # An active iterable: walk the elements and their tangents together.
+        target = _tuple([_n(name, True), _n(t(name), True)], store=True)
+        it = _call("_ad_fiter", s.iter, self.tan(s.iter))
+        return [
+            ast.For(
+                target=target,
+                iter=it,
+                body=body or [ast.Pass()],
+                orelse=orelse,
+                lineno=line,
+                col_offset=0,
+            )
+        ]
+
+    def closure_tangent(self, name: str, node: ast.AST, line: int) -> list[ast.stmt]:
+        """A closure's tangent: the tangents of the active variables it captures."""
+        if name not in self.active:
+            return []
+        captured = sorted((loaded_names(node) & self.active) - {name})
+        value = _call(
+            "_ad_fn_tangent",
+            _const_tuple(captured),
+            _tuple([_n(t(c)) for c in captured]),
+        )
+        return [_assign(t(name), value, line)]
+
+    def assign(self, s: ast.Assign, line: int) -> list[ast.stmt]:
+        target = s.targets[0]
+        names = _targets(target)
+        value = s.value
+        if not value_is_active(value, self.active, self.plain):
+            return [_plain(s), *self.zeros(names, line)]
+        if isinstance(value, ast.Lambda):
+            return [s, *self.closure_tangent(names[0], value, line)]
+        if isinstance(value, ast.Name):
+            return [s, _assign(t(names[0]), self.tan(value), line)]
+        if isinstance(value, (ast.Tuple, ast.List)):
+            helper = "_ad_tan_tuple" if isinstance(value, ast.Tuple) else "_ad_tan_list"
+            tangent = _call(helper, *[self.tan(e) for e in value.elts])
+            return [s, _assign(t(names[0]), tangent, line)]
+        if isinstance(value, ast.Dict):
+            keys = _tuple(value.keys)  # type: ignore[arg-type]
+            tangent = _call("_ad_tan_dict", keys, _tuple([self.tan(v) for v in value.values]))
+            return [s, _assign(t(names[0]), tangent, line)]
+        if not isinstance(value, ast.Call):
+            raise self.error(s, f"cannot differentiate through {ast.unparse(value)!r}")
+        return self.call(target, names, value, line)
+
+    def call(self, target: ast.expr, names: list[str], value: ast.Call, line: int) -> list:
+        func = value.func
+        if isinstance(func, ast.Name) and func.id == "_ad_unpack" and not value.keywords:
+            # Unpacking: the entries of the source's tangent, without dispatch.
+            src = value.args[0]
+            split = _call("_ad_split", self.tan(src), value.args[1])
+            store = _tuple([_n(t(x), True) for x in names], store=True)
+            return [ast.Assign(targets=[target], value=value, lineno=line, col_offset=0)] + [
+                _assign(store, split, line)
+            ]
+        starred = any(isinstance(a, ast.Starred) for a in value.args)
+        if value.keywords or starred:
+            args = [a.value if isinstance(a, ast.Starred) else a for a in value.args]
+            kws = value.keywords
+            fcall = _call(
+                "_ad_fcall_gen",
+                func,
+                self.tan(func),
+                _tuple(args),
+                _tuple([self.tan(a) for a in args]),
+                _const_tuple([isinstance(a, ast.Starred) for a in value.args])
+                if starred
+                else ast.Constant(None),
+                _const_tuple([k.arg for k in kws]),
+                _tuple([k.value for k in kws]),
+                _tuple([self.tan(k.value) for k in kws]),
+            )
+        elif isinstance(func, ast.Name) and func.id[7:] in FAST_OPS and func.id[:7] == "_ad_op_":
+            # Float arithmetic: a specialised call with an inline fast path.
+            tangents = [self.tan(a) for a in value.args]
+            fcall = _call("_ad_ffast_" + func.id[7:], *value.args, *tangents)
+        else:
+            tangents = _tuple([self.tan(func), *[self.tan(a) for a in value.args]])
+            fcall = _call("_ad_fcall", func, tangents, *value.args)
+        if isinstance(target, ast.Name):
+            pair = _tuple([_n(target.id, True), _n(t(target.id), True)], store=True)
+            return [_assign(pair, fcall, line)]
+        tmp = self.fresh()
+        pair = _tuple([_store(target), _n(tmp, True)], store=True)
+        store = _tuple([_n(t(x), True) for x in names], store=True)
+        split = _call("_ad_split", _n(tmp), ast.Constant(len(names)))
+        return [_assign(pair, fcall, line), _assign(store, split, line)]
+
+
+def _store(node: ast.expr) -> ast.expr:
+    if isinstance(node, ast.Name):
+        return _n(node.id, True)
+    return _tuple([_store(e) for e in node.elts], store=True)  # type: ignore[attr-defined]
+
+
+def _plain(s: ast.Assign) -> ast.Assign:
+    """An inactive statement as ordinary syntax: helper calls back to operators."""
+    v = s.value
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and not v.keywords:
+        name, args = v.func.id, v.args
+        new: ast.expr | None = None
+        if name == "_ad_op_getitem" and len(args) == 2:
+            new = ast.Subscript(value=args[0], slice=args[1], ctx=ast.Load())
+        elif name.startswith("_ad_op_") and len(args) == 2 and name[7:] in _BINOP_NODES:
+            new = ast.BinOp(left=args[0], op=_BINOP_NODES[name[7:]](), right=args[1])
+        elif name == "_ad_getattr" and len(args) == 2 and isinstance(args[1], ast.Constant):
+            new = ast.Attribute(value=args[0], attr=args[1].value, ctx=ast.Load())
+        if new is not None:
+            return ast.Assign(targets=s.targets, value=new, lineno=s.lineno, col_offset=0)
+    return s
+
+
+def generate_forward(
+    fn: ast.FunctionDef,
+    active: set[str],
+    freevars: tuple[str, ...],
+    closure_active: bool,
+    filename: str,
+    plain: frozenset[str] = frozenset(),
+) -> ast.FunctionDef:
+    """The ``_ad_fwd`` pushforward ``FunctionDef`` for the ANF function ``fn``."""
+    gen = _Gen(active, filename, fn.name, plain)
+    line = fn.lineno
+    params = param_names(fn)
+    prologue: list[ast.stmt] = []
+    if params:
+        store = _tuple([_n(t(p), True) for p in params], store=True)
+        prologue.append(_assign(store, _n("_ad_dt"), line))
+    if closure_active:
+        for v in freevars:
+            if v in active:
+                prologue.append(
+                    _assign(t(v), _call("_ad_field", _n("_ad_df"), ast.Constant(v)), line)
+                )
+    body = gen.block(fn.body)
+    a = fn.args
+    args = ast.arguments(
+        posonlyargs=a.posonlyargs,
+        args=a.args,
+        vararg=a.vararg,
+        kwonlyargs=[*a.kwonlyargs, ast.arg(arg="_ad_dt"), ast.arg(arg="_ad_df")],
+        kw_defaults=[*a.kw_defaults, None, None],
+        kwarg=a.kwarg,
+        defaults=a.defaults,
+    )
+    return ast.FunctionDef(
+        name="_ad_fwd",
+        args=args,
+        body=[*prologue, *body],
+        decorator_list=[],
+        returns=None,
+        lineno=line,
+        col_offset=0,
+        **_TYPE_PARAMS,
+    )
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """The generated function's parameters: where each call argument's tangent goes."""
+
+    positional: tuple[str, ...]
+    vararg: str | None
+    kwonly: tuple[str, ...]
+    kwarg: str | None
+    all_names: tuple[str, ...]
+
+
+@dataclass
+class Pushforward:
+    """A compiled pushforward for one code object, ready to bind to a function."""
+
+    code: types.CodeType
+    helper_cells: dict[str, types.CellType]
+    spec: ParamSpec
+    simple: bool
+    n_positional: int
+    source: str
+
+    def instantiate(self, f: types.FunctionType) -> types.FunctionType:
+        """The generated pushforward bound to ``f``'s globals, defaults and closure."""
+        own = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
+        cells = tuple(own[n] if n in own else self.helper_cells[n] for n in self.code.co_freevars)
+        fwd = types.FunctionType(self.code, f.__globals__, f.__name__, f.__defaults__, cells)
+        if f.__kwdefaults__:
+            fwd.__kwdefaults__ = f.__kwdefaults__
+        return fwd
+
+
+def build_forward(f: types.FunctionType, closure_active: bool) -> Pushforward:
+    """Run the whole forward pipeline for ``f`` and compile the result."""
+    from .._forward import FORWARD_HELPERS
+    from . import front
+    from .codegen import compile_primal, factory_module
+
+    fr = front(f, closure_active)
+    freevars = f.__code__.co_freevars
+    fn = generate_forward(fr.anf, fr.active, freevars, closure_active, fr.filename, fr.plain)
+    used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id in FORWARD_HELPERS}
+    cell_names = sorted(used - set(freevars)) + list(freevars)
+    module = factory_module(fn, cell_names)
+    code = compile_primal(module, fr.filename)
+    a = fr.anf.args
+    positional = tuple(x.arg for x in a.posonlyargs + a.args)
+    spec = ParamSpec(
+        positional=positional,
+        vararg=a.vararg.arg if a.vararg else None,
+        kwonly=tuple(x.arg for x in a.kwonlyargs),
+        kwarg=a.kwarg.arg if a.kwarg else None,
+        all_names=tuple(param_names(fr.anf)),
+    )
+    return Pushforward(
+        code=code,
+        helper_cells={n: types.CellType(FORWARD_HELPERS[n]) for n in used},
+        spec=spec,
+        simple=spec.vararg is None and spec.kwarg is None and not spec.kwonly,
+        n_positional=len(positional),
+        source=_readable(fn, fr.filename, used),
+    )
+
+
+def _readable(fn: ast.FunctionDef, filename: str, used: set[str]) -> str:
+    """The generated pushforward as source, each statement with its source line."""
+    from . import _annotate
+
+    lines = [f"# generated from {filename}", f"# helpers: {', '.join(sorted(used))}"]
+    lines.append(f"def _ad_fwd({ast.unparse(fn.args)}):")
+    body: list[str] = []
+    for node in fn.body:
+        _annotate(node, body, 0)
+    return "\n".join(lines + body)
