@@ -152,3 +152,35 @@ def test_pullback_with_tuple_output():
     y, back = ad.pullback(lambda x: (x * 2.0, x * x), 3.0)
     assert y == (6.0, 9.0)
     assert back((1.0, 1.0)) == (8.0,)
+
+
+def test_dict_and_dict_tangent_cotangents_add():
+    def f(d):
+        out = {}
+        out["s"] = d["a"] * d["b"]
+        out["t"] = d.get("a") + 1.0
+        return out["s"] + out["t"]
+
+    assert ad.gradient(f, {"a": 2.0, "b": 3.0}) == ({"a": 4.0, "b": 2.0},)
+
+
+LOG: list = []
+
+
+def test_captured_container_writes():
+    seen = []
+
+    def f(x):
+        seen.append("called")  # inactive: runs as plain Python
+        LOG.append(1)
+        return x * 2.0
+
+    assert ad.gradient(f, 1.0) == (2.0,)
+    assert seen == ["called"]
+
+    def leaks(x):
+        seen.append(x * 3.0)
+        return x
+
+    with pytest.raises(ad.UnsupportedSyntaxError, match="'seen', which is not a local"):
+        ad.gradient(leaks, 1.0)

@@ -87,3 +87,17 @@ def test_log_at_zero_raises_value_error():
 def test_non_differentiable(f):
     y, pb = rrule(f, 1.0 + 1.0j)
     assert y is f(1.0 + 1.0j) and pb(1.0) == (NO, NO)
+
+
+@pytest.mark.parametrize("z", [1.5 + 2.0j, -0.3 - 0.7j])
+def test_complex_conjugate_method(z):
+    test_rrule(complex.conjugate, z)
+    test_frule(complex.conjugate, z)
+
+
+def test_real_conjugate_methods():
+    test_rrule(float.conjugate, 1.5)
+    test_frule(float.conjugate, 1.5)
+    # int.conjugate cannot take the float perturbations finite differences use
+    y, pb = rrule(int.conjugate, 3)
+    assert y == 3 and pb(2.0) == (NoTangent(), 2.0)

@@ -11,6 +11,7 @@ them can send each element's cotangent back to its source.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import numbers
 import operator
 import sys
@@ -277,6 +278,34 @@ def _(config: Any, it: Any) -> Any:
         return (_NO, _from_list_ct(it, list(ȳ)))
 
     return y, aslist_pullback
+
+
+def _partial_rule(config: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
+    """Building a partial: its tangent has fields func, args (a tuple) and keywords.
+
+    Called with keywords, the pullback appends their cotangents (see
+    ``keyword_cotangents``), which ordinary rules cannot give.
+    """
+    p = functools.partial(func, *args, **kwargs)
+    n = len(args)
+
+    def partial_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        b = ȳ._backing if isinstance(ȳ, Tangent) else {}
+        bound = b.get("args", _Z)
+        bound = (_Z,) * n if isinstance(bound, AbstractZero) else tuple(bound)
+        kw_cts = b.get("keywords", {})
+        kw_cts = {} if isinstance(kw_cts, AbstractZero) else kw_cts
+        out = (_NO, b.get("func", _Z), *bound)
+        if kwargs:
+            return (*out, {k: kw_cts.get(k, _Z) for k in kwargs})
+        return out
+
+    return p, partial_pullback
+
+
+_partial_rule.keyword_cotangents = True  # type: ignore[attr-defined]
+rrule.register(functools.partial, config=ADConfig)(_partial_rule)
 
 
 # --- iteration builtins ---------------------------------------------------

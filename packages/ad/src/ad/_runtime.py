@@ -107,7 +107,11 @@ def acc(a: Any, b: Any) -> Any:
                 f"cannot add {ta.__name__} cotangents of lengths {len(a)} and {len(b)}"
             )
         return ta(acc(x, y) for x, y in zip(a, b))
-    if ta is dict:
+    if ta is dict or isinstance(b, dict):
+        if isinstance(a, Tangent):
+            a = a._backing
+        if isinstance(b, Tangent):
+            b = b._backing
         out = dict(a)
         for k, v in b.items():
             out[k] = acc(out[k], v) if k in out else v
@@ -249,6 +253,8 @@ def rcall_kw(f: Any, args: tuple, kwargs: dict) -> tuple[Any, Callable]:
                 y, pb = _checked(rule.impl(CONFIG, *args, **kwargs), f, args)
             else:
                 y, pb = _checked(rule.impl(*args, **kwargs), f, args)
+            if getattr(rule.impl, "keyword_cotangents", False):
+                return y, pb  # the rule itself appends a dict of keyword cotangents
             return y, _with_kw_cotangents(pb, f, kwargs)
     return _fallback(f, args, kwargs)
 

@@ -162,3 +162,42 @@ def _(ḟ, ż, z: numbers.Number):
     ṙ = _pushforward(_abs_grad(c), ż)
     φ̇ = _pushforward(_phase_grad(c), ż)
     return cmath.polar(z), Tangent[tuple](ṙ, φ̇)
+
+
+# --- number methods ----------------------------------------------------------
+
+
+def _conj_value(v: Any) -> Any:
+    return v.conjugate() if hasattr(v, "conjugate") else v
+
+
+@rrule.register(complex.conjugate)
+def _(z: complex):
+    def conjugate_pullback(ȳ):
+        ȳ = unthunk(ȳ)
+        if isinstance(ȳ, AbstractZero):
+            return _NO, ȳ
+        return _NO, complex(_conj_value(ȳ))
+
+    return z.conjugate(), conjugate_pullback
+
+
+@frule.register(complex.conjugate)
+def _(ḟ, ż, z: complex):
+    ż = unthunk(ż)
+    return z.conjugate(), ż if isinstance(ż, AbstractZero) else complex(_conj_value(ż))
+
+
+for _method in (float.conjugate, int.conjugate):
+
+    @rrule.register(_method)
+    def _(x: numbers.Real):
+        def real_conjugate_pullback(ȳ):
+            ȳ = unthunk(ȳ)
+            return _NO, ȳ if isinstance(ȳ, AbstractZero) else ProjectTo(x)(ȳ)
+
+        return x.conjugate(), real_conjugate_pullback
+
+    @frule.register(_method)
+    def _(ḟ, ẋ, x: numbers.Real):
+        return x.conjugate(), ẋ

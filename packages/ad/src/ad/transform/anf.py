@@ -63,9 +63,10 @@ def _is_atom(e: ast.expr) -> bool:
 
 
 class _Normalizer:
-    def __init__(self, filename: str, fname: str) -> None:
+    def __init__(self, filename: str, fname: str, local_names: set[str] | None = None) -> None:
         self.filename = filename
         self.fname = fname
+        self.locals = local_names if local_names is not None else set()
         self.counter = 0
         self.lineno = 0
 
@@ -89,6 +90,16 @@ class _Normalizer:
         t = self.fresh()
         out.append(self.assign(t, value))
         return _name(t)
+
+    def container_target(self, name: str) -> str:
+        """Where a write into container ``name`` rebinds: the name itself when it
+        is a local variable; for a captured or global container, a temporary
+        ``_ad_nl<k>`` (rebinding it would make the name local). reverse refuses
+        to differentiate a derivative-carrying value written that way."""
+        if name in self.locals:
+            return name
+        self.counter += 1
+        return f"_ad_nl{self.counter}"
 
     def helper_call(self, helper: str, args: list[ast.expr]) -> ast.Call:
         return ast.Call(func=_name(helper), args=args, keywords=[])
@@ -355,7 +366,10 @@ class _Normalizer:
             idx = self.index(target.slice, out)
             v = value if _is_atom(value) else self.bind(value, out)
             out.append(
-                self.assign(obj.id, self.helper_call("_ad_setitem", [_name(obj.id), idx, v]))
+                self.assign(
+                    self.container_target(obj.id),
+                    self.helper_call("_ad_setitem", [_name(obj.id), idx, v]),
+                )
             )
             return
         if isinstance(target, ast.Attribute):
@@ -368,7 +382,7 @@ class _Normalizer:
             v = value if _is_atom(value) else self.bind(value, out)
             out.append(
                 self.assign(
-                    obj.id,
+                    self.container_target(obj.id),
                     self.helper_call("_ad_setattr", [_name(obj.id), ast.Constant(target.attr), v]),
                 )
             )
@@ -417,7 +431,11 @@ class _Normalizer:
                 call = s.value
                 lst = call.func.value.id  # type: ignore[attr-defined]
                 v = self.atom(call.args[0], out)
-                out.append(self.assign(lst, self.helper_call("_ad_append", [_name(lst), v])))
+                out.append(
+                    self.assign(
+                        self.container_target(lst), self.helper_call("_ad_append", [_name(lst), v])
+                    )
+                )
                 return
             self.atom(s.value, out)
         elif isinstance(s, ast.Return):
@@ -479,6 +497,27 @@ class _Normalizer:
             raise self.error(s, f"{type(s).__name__} statements are not supported")
 
 
+def _local_names(fn: ast.FunctionDef) -> set[str]:
+    """Names bound in ``fn``'s own scope (parameters, assignments, loop targets, defs)."""
+    a = fn.args
+    names = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+    names |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+    stack: list[ast.AST] = list(fn.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue  # its body is another scope
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(al.asname or al.name).split(".")[0] for al in node.names}
+        stack.extend(ast.iter_child_nodes(node))
+    return names
+
+
 def _always_returns(body: list[ast.stmt]) -> bool:
     if not body:
         return False
@@ -520,7 +559,7 @@ def normalize(tree: ast.FunctionDef, filename: str) -> ast.FunctionDef:
     Leaf expressions (names, constants, operators) may be shared with the input.
     """
     tree = copy.copy(tree)
-    norm = _Normalizer(filename, tree.name)
+    norm = _Normalizer(filename, tree.name, _local_names(tree))
     norm.lineno = tree.lineno
     body = norm.stmts(tree.body)
     if not _always_returns(body):

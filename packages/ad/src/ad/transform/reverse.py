@@ -199,6 +199,21 @@ class _Gen:
         tnames = _names_in_target(target)
         if not value_is_active(value, self.active, self.plain_funcs):
             return [_plain(s)], self.reset(tnames, line)
+        if tnames and tnames[0].startswith("_ad_nl"):
+            container = (
+                value.args[0].id
+                if isinstance(value, ast.Call)
+                and value.args
+                and isinstance(value.args[0], ast.Name)
+                else "?"
+            )  # type: ignore[attr-defined]
+            raise self.error(
+                s,
+                f"a value that carries a derivative is written into {container!r}, which is not a "
+                "local variable of this function (it is captured or global): its derivative "
+                "would be lost. To fix: build the container inside the function, or pass it in "
+                "and return it",
+            )
         if isinstance(value, ast.Lambda):
             return [s], self.closure_adjoint(tnames[0], value, line)
         if isinstance(value, ast.Name):  # copy
