@@ -188,3 +188,29 @@ def test_star_args_forwarding_lambda():
 
     g = lambda *p: loss(*p, 5.0)  # noqa: E731
     assert ad.gradient(g, 2.0, 3.0) == (15.0, 10.0)
+
+
+double, square = (lambda x: x * 2.0), (lambda x: x * x)  # two lambdas on one line
+
+
+def test_several_lambdas_on_one_line_are_told_apart():
+    assert ad.gradient(double, 3.0) == (2.0,)
+    assert ad.gradient(square, 3.0) == (6.0,)
+
+
+def test_same_shaped_lambdas_on_one_line_use_column_positions():
+    f, g = (lambda x: x * 2.0), (lambda x: x * 3.0)  # noqa: E731
+    assert ad.gradient(f, 1.0) == (2.0,)
+    assert ad.gradient(g, 1.0) == (3.0,)
+
+
+def test_first_transform_is_cached_per_code_object():
+    from ad import transform
+
+    def h(x):
+        return x * x + 1.0
+
+    ad.gradient(h, 1.0)
+    entry = transform._CACHE[(h.__code__, False)]
+    ad.gradient(h, 2.0)
+    assert transform._CACHE[(h.__code__, False)] is entry

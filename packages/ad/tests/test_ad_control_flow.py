@@ -310,3 +310,24 @@ def test_rnn_example_training_decreases_the_loss():
     spec.loader.exec_module(module)
     first, last = module.main(epochs=8)
     assert last < first
+
+
+def test_tape_memory_grows_linearly_with_iterations():
+    import tracemalloc
+
+    def f(x, n):
+        s = 0.0
+        for _ in range(n):
+            s = s + x * x
+        return s
+
+    def peak(n):
+        ad.gradient(f, 1.0, 10)  # transform outside the measurement
+        tracemalloc.start()
+        ad.gradient(f, 1.0, n)
+        _, top = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return top
+
+    small, large = peak(20_000), peak(40_000)
+    assert 1.5 < large / small < 2.5

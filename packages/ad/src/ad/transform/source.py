@@ -120,10 +120,10 @@ def _find_lambda(tree: ast.AST, code: types.CodeType, shift: int) -> ast.Lambda:
     candidates = same_args or lambdas
     positions = getattr(code, "co_positions", None)
     if positions is not None and candidates:
-        cols = [
+        cols = [  # real instructions only (RESUME and friends sit at column 0..0)
             (line, col)
-            for line, _end, col, _endcol in positions()
-            if line is not None and col is not None and line >= code.co_firstlineno
+            for line, _end, col, endcol in positions()
+            if line is not None and col is not None and endcol is not None and endcol > col
         ]
         if cols:
             line, col = min(cols)
