@@ -183,3 +183,26 @@ def test_complex_output_error_suggests_splitting():
         ad.jacobian(lambda x: x * 1j, 1.0)
     with pytest.raises(ad.OutputTypeError, match=r"dtype complex128"):
         ad.jacobian(lambda x: x * 1j, np.ones(2))
+
+
+@pytest.mark.parametrize(
+    "f, args",
+    [
+        (lambda a: np.outer(a, a).ravel() * 2.0, (np.array([1.0, 2.0]),)),  # 4 outputs, 2 inputs
+        (lambda x, a: np.sin(a * x), (0.5, np.array([1.0, 2.0, 3.0]))),
+        (lambda a: 100 * a[:3] ** 2, (np.arange(1, 8),)),
+    ],
+)
+def test_forward_and_reverse_modes_agree(f, args):
+    fwd = ad.jacobian(f, *args, mode="forward")
+    rev = ad.jacobian(f, *args, mode="reverse")
+    auto = ad.jacobian(f, *args)
+    for a, b, c in zip(fwd, rev, auto):
+        np.testing.assert_allclose(a, b)
+        np.testing.assert_allclose(a, c)
+        assert a.shape == b.shape
+
+
+def test_bad_mode_is_an_error():
+    with pytest.raises(ValueError, match="mode must be"):
+        ad.jacobian(np.sin, np.ones(2), mode="sideways")

@@ -1,8 +1,10 @@
-"""``jacobian`` and ``withjacobian``: full Jacobians by reverse mode.
+"""``jacobian`` and ``withjacobian``: full Jacobians, by reverse or forward mode.
 
-The function runs forward once (``ad.pullback``); its pullback is then called
-once per output element with a one-hot seed, and each call fills one row of
-every argument's Jacobian. Arrays (and nested lists of numbers) are
+Reverse mode runs the function forward once (``ad.pullback``) and its
+pullback once per output element with a one-hot seed, each call filling one
+row of every argument's Jacobian. When the output has more elements than the
+arguments together, forward mode is cheaper: one ``ad.jvp`` per input
+element, each filling one column. Arrays (and nested lists of numbers) are
 flattened in numpy's row-major (C) order on both sides.
 """
 
@@ -27,7 +29,7 @@ class WithJacobian(NamedTuple):
     grad: tuple
 
 
-def jacobian(f: Callable, *args: Any) -> tuple:
+def jacobian(f: Callable, *args: Any, mode: str = "auto") -> tuple:
     """The Jacobian of ``y = f(*args)`` with respect to each argument.
 
     For an array argument ``a`` (a numpy array or a nested list of numbers)
@@ -38,10 +40,11 @@ def jacobian(f: Callable, *args: Any) -> tuple:
     ``None``, even where ``gradient`` would understand it. Integer inputs
     count as real numbers: their Jacobians are floats.
 
-    This is reverse mode: ``f`` runs once, then its pullback runs once per
-    element of ``y``. That is the efficient choice when ``y`` has fewer
-    elements than the arguments together; for many outputs and few inputs,
-    forward mode (one tangent per input element) would be cheaper.
+    The mode is chosen by shape: reverse mode (``f`` runs once, then its
+    pullback once per element of ``y``) when ``y`` has no more elements than
+    the differentiable arguments together; otherwise forward mode (one
+    ``jvp`` per input element). ``mode="reverse"`` or ``mode="forward"``
+    (keyword-only) forces one.
 
     >>> import numpy as np
     >>> jacobian(lambda a: 100 * a[:3] ** 2, np.arange(1, 8))[0]
@@ -55,10 +58,10 @@ def jacobian(f: Callable, *args: Any) -> tuple:
 
     See also: withjacobian, gradient, pullback.
     """
-    return withjacobian(f, *args).grad
+    return withjacobian(f, *args, mode=mode).grad
 
 
-def withjacobian(f: Callable, *args: Any) -> WithJacobian:
+def withjacobian(f: Callable, *args: Any, mode: str = "auto") -> WithJacobian:
     """``(val=f(*args), grad=jacobian(f, *args))``, running ``f`` forward once.
 
     >>> withjacobian(np.cumsum, [1, 2, 3])
@@ -68,9 +71,16 @@ def withjacobian(f: Callable, *args: Any) -> WithJacobian:
 
     See also: jacobian.
     """
+    if mode not in ("auto", "reverse", "forward"):
+        raise ValueError(f"jacobian: mode must be 'auto', 'reverse' or 'forward', got {mode!r}")
+    kinds = [_arg_kind(a) for a in args]
+    n_in = sum(k.size for k in kinds if k is not None)
+    if mode == "forward":
+        return _forward_jacobian(f, args, kinds)
     y, back = pullback(f, *args)
     m, seeds = _output_seeds(y, f)
-    kinds = [_arg_kind(a) for a in args]
+    if mode == "auto" and m > n_in:
+        return _forward_jacobian(f, args, kinds)
     rows: list[list[Any]] = [[] for _ in args]
     for seed in seeds:
         cts = back(seed)
@@ -79,6 +89,59 @@ def withjacobian(f: Callable, *args: Any) -> WithJacobian:
                 rows[i].append(_flat(ct, kind, i, f))
     grads = tuple(None if kind is None else _assemble(r, m, kind) for kind, r in zip(kinds, rows))
     return WithJacobian(y, grads)
+
+
+def _forward_jacobian(f: Callable, args: tuple, kinds: list) -> WithJacobian:
+    """One ``jvp`` per input element; each fills one column of its argument's Jacobian."""
+    from ._forward_api import jvp
+
+    y = None
+    grads: list[Any] = []
+    for i, (a, kind) in enumerate(zip(args, kinds)):
+        if kind is None:
+            grads.append(None)
+            continue
+        cols = []
+        for k in range(kind.size):
+            tangents: list[Any] = [None] * len(args)
+            tangents[i] = _one_hot(a, k)
+            y, ẏ = jvp(f, args, tuple(tangents))
+            cols.append(_flat_output(ẏ, y, f))
+        m = _output_size(y, f)
+        J = np.stack(cols, axis=1) if cols else np.zeros((m, 0))
+        if J.dtype.kind not in "fc":
+            J = J.astype(np.float64)
+        grads.append(J[:, 0] if kind.scalar else J)
+    if y is None:  # no differentiable argument: still evaluate and check the output
+        y = f(*args)
+        _output_size(y, f)
+    return WithJacobian(y, tuple(grads))
+
+
+def _one_hot(a: Any, k: int) -> Any:
+    if isinstance(a, numbers.Number):
+        return 1.0
+    arr = np.asarray(a)
+    e = np.zeros(arr.size, dtype=arr.dtype if arr.dtype.kind in "fc" else np.float64)
+    e[k] = 1
+    if isinstance(a, list):
+        return _refill(a, iter(e.tolist()))
+    return e.reshape(arr.shape)
+
+
+def _output_size(y: Any, f: Callable) -> int:
+    m, _seeds = _output_seeds(y, f)
+    return m
+
+
+def _flat_output(ẏ: Any, y: Any, f: Callable) -> np.ndarray:
+    m = _output_size(y, f)
+    if ẏ is None:
+        return np.zeros(m)
+    if isinstance(ẏ, (list, tuple)):
+        ẏ = _zeros_for_none(ẏ)
+    col = np.asarray(ẏ, dtype=float if np.isrealobj(ẏ) else complex).ravel()
+    return col if col.size == m else np.broadcast_to(col, (m,)).copy()
 
 
 # --- outputs ------------------------------------------------------------------
