@@ -255,6 +255,18 @@ BINARY: dict[str, tuple[Callable, Callable]] = {
 """The binary arithmetic table; ``_operator`` registers it for operator and numpy."""
 
 
+def _same_shape_part(ȳ: Any, partial: Callable, x: Any, y: Any, Ω: Any) -> Any:
+    """A cotangent when operands and output share shape and real dtype."""
+    p = partial(x, y, Ω)
+    if p is ONE:
+        return ȳ
+    if p is MINUS_ONE:
+        return Thunk(lambda: -ȳ)
+    if isinstance(p, AbstractZero):
+        return p
+    return Thunk(lambda: ȳ * p)
+
+
 def binary_rules(f: Any, dx: Callable, dy: Callable, name: str) -> tuple[Callable, Callable]:
     """The ``(rrule, frule)`` implementations of a broadcasting binary operation."""
 
@@ -263,11 +275,22 @@ def binary_rules(f: Any, dx: Callable, dy: Callable, name: str) -> tuple[Callabl
             _check_kwargs(name, kwargs)
         Ω = f(x, y, **kwargs)
         lazy = isinstance(Ω, np.ndarray)
+        # Two real arrays of one shape and dtype: no broadcasting, no projection.
+        same = (
+            lazy
+            and type(x) is np.ndarray
+            and type(y) is np.ndarray
+            and x.shape == y.shape == Ω.shape
+            and x.dtype == y.dtype == Ω.dtype
+            and Ω.dtype.kind == "f"
+        )
 
         def binary_pullback(ȳ: Any) -> tuple:
             ȳ = unthunk(ȳ)
             if isinstance(ȳ, AbstractZero):
                 return _NO, _ZERO, _ZERO
+            if same and type(ȳ) is np.ndarray and ȳ.dtype == Ω.dtype and ȳ.shape == Ω.shape:
+                return _NO, _same_shape_part(ȳ, dx, x, y, Ω), _same_shape_part(ȳ, dy, x, y, Ω)
             xa, ya = _arr(x), _arr(y)
             if lazy:  # array cotangents are computed only if someone uses them
                 return (

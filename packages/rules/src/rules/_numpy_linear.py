@@ -229,6 +229,7 @@ def register_bilinear(
     name: str,
     functions: tuple = (),
     check: Callable[..., Any] | None = None,
+    fast: Callable[..., Any] | None = None,
 ) -> None:
     """Register rules for ``f(a, b, *rest, **kw)``, linear in each array-like argument.
 
@@ -239,13 +240,18 @@ def register_bilinear(
     by the adjoint. ``rest`` (axes) gets ``NoTangent()``. ``functions`` holds
     ``(g, types)`` pairs: more functions sharing the rule at those argument
     types (``operator.matmul`` on arrays). ``check`` as in
-    :func:`register_linear`.
+    :func:`register_linear`. ``fast(a, b, y)`` may return a leaner pullback
+    for common cases (or None to use the general one).
     """
 
     def bilinear_rrule(a: Any, b: Any, *rest: Any, **kw: Any) -> Any:
         if check is not None:
             check(a, b, *rest, **kw)
         y = f(a, b, *rest, **kw)
+        if fast is not None and not rest and not kw:
+            pb = fast(a, b, y)
+            if pb is not None:
+                return y, pb
         nots = (_NO,) * len(rest)
 
         def bilinear_pullback(ȳ: Any) -> tuple:

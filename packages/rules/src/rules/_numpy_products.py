@@ -15,8 +15,11 @@ import operator
 from typing import Any
 
 import numpy as np
+from rulescore import AbstractZero, NoTangent, Thunk, unthunk
 
 from ._numpy_linear import conj, register_bilinear, sum_to
+
+_NO = NoTangent()
 
 __all__ = ["tensordot_adjoints"]
 
@@ -29,6 +32,29 @@ def _matmul_operands(ȳ: Any, a: Any, b: Any) -> tuple:
     if A.ndim == 1:
         A, Y = A[None, :], Y[..., None, :]
     return A, B, Y
+
+
+def matmul_fast_pullback(a: Any, b: Any, y: Any) -> Any:
+    """The pullback of ``a @ b`` for two real 2-d arrays of one dtype (the MLP case)."""
+    if not (
+        type(a) is np.ndarray
+        and type(b) is np.ndarray
+        and a.ndim == 2
+        and b.ndim == 2
+        and a.dtype == b.dtype
+        and a.dtype.kind == "f"
+    ):
+        return None
+
+    def matmul_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        if isinstance(ȳ, AbstractZero):
+            return (_NO, ȳ, ȳ)
+        if type(ȳ) is not np.ndarray or ȳ.dtype != a.dtype:
+            ȳ = np.asarray(np.real(ȳ), dtype=a.dtype)
+        return (_NO, Thunk(lambda: ȳ @ b.T), Thunk(lambda: a.T @ ȳ))
+
+    return matmul_pullback
 
 
 def _matmul_grad_a(ȳ: Any, a: Any, b: Any, **kw: Any) -> np.ndarray:
@@ -187,14 +213,14 @@ _OPERATOR_MATMUL = tuple(
     for types in ((np.ndarray, object), (object, np.ndarray), (np.ndarray, np.ndarray))
 )
 _BILINEAR = [
-    (np.matmul, _matmul_grad_a, _matmul_grad_b, _OPERATOR_MATMUL),
-    (np.dot, _dot_grad(0), _dot_grad(1), ()),
-    (np.vdot, _vdot_grad_a, _vdot_grad_b, ()),
-    (np.inner, _inner_grad(0), _inner_grad(1), ()),
-    (np.outer, _outer_grad(0), _outer_grad(1), ()),
-    (np.tensordot, _tensordot_grad(0), _tensordot_grad(1), ()),
-    (np.kron, _kron_grad(0), _kron_grad(1), ()),
+    (np.matmul, _matmul_grad_a, _matmul_grad_b, _OPERATOR_MATMUL, matmul_fast_pullback),
+    (np.dot, _dot_grad(0), _dot_grad(1), (), matmul_fast_pullback),  # same for 2-d
+    (np.vdot, _vdot_grad_a, _vdot_grad_b, (), None),
+    (np.inner, _inner_grad(0), _inner_grad(1), (), None),
+    (np.outer, _outer_grad(0), _outer_grad(1), (), None),
+    (np.tensordot, _tensordot_grad(0), _tensordot_grad(1), (), None),
+    (np.kron, _kron_grad(0), _kron_grad(1), (), None),
 ]
-for _f, _grad_a, _grad_b, _also in _BILINEAR:
-    register_bilinear(_f, _grad_a, _grad_b, _f.__name__, functions=_also)
+for _f, _grad_a, _grad_b, _also, _fast in _BILINEAR:
+    register_bilinear(_f, _grad_a, _grad_b, _f.__name__, functions=_also, fast=_fast)
 register_bilinear(np.cross, _cross_grad(0), _cross_grad(1), "cross", check=_check_cross)

@@ -127,8 +127,26 @@ def _linear_frule(primal: Any) -> Callable:
     return linear_frule
 
 
+def _full_pullback(x: np.ndarray, scale: float, name: str) -> Callable:
+    """Pullback of a whole-array sum (scale 1) or mean (scale 1/n): ȳ·scale everywhere."""
+    shape, dtype = x.shape, x.dtype
+
+    def full_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        if is_zero(ȳ):
+            return (NoTangent(), ZeroTangent())
+        if np.iscomplexobj(ȳ) and dtype.kind != "c":
+            ȳ = np.real(ȳ)
+        return (NoTangent(), np.full(shape, ȳ * scale, dtype=dtype))
+
+    full_pullback.__name__ = full_pullback.__qualname__ = f"{name}_pullback"
+    return full_pullback
+
+
 def sum_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
     """rrule of ``np.sum`` / ``ndarray.sum``: ȳ spread back over the summed axes."""
+    if not args and not kwargs and type(x) is np.ndarray and x.dtype.kind in "fc":
+        return np.sum(x), _full_pullback(x, 1.0, "sum")  # the common case, kept lean
     opts = bind_options(np.sum, _SUM_ARGS, args, kwargs)
     rest = (NoTangent(),) * len(args)  # for axis, dtype, ... passed positionally
     Ω = np.sum(x, *args, **kwargs)
@@ -149,6 +167,8 @@ def sum_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
 
 def mean_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
     """rrule of ``np.mean`` / ``ndarray.mean``: ȳ / n spread back."""
+    if not args and not kwargs and type(x) is np.ndarray and x.dtype.kind in "fc" and x.size:
+        return np.mean(x), _full_pullback(x, 1.0 / x.size, "mean")
     opts = bind_options(np.mean, _MEAN_ARGS, args, kwargs)
     rest = (NoTangent(),) * len(args)  # for axis, dtype, ... passed positionally
     Ω = np.mean(x, *args, **kwargs)

@@ -205,6 +205,16 @@ def _annotate(node: ast.stmt, out: list[str], depth: int) -> None:
             for child in orelse:
                 _annotate(child, out, depth + 1)
         return
+    if isinstance(node, ast.Try):
+        out.append(f"{pad}try:{comment}")
+        for child in node.body:
+            _annotate(child, out, depth + 1)
+        for handler in node.handlers:
+            head = ast.unparse(handler).splitlines()[0]
+            out.append(f"{pad}{head}")
+            for child in handler.body:
+                _annotate(child, out, depth + 1)
+        return
     text = ast.unparse(node).splitlines()
     out.append(f"{pad}{text[0]}{comment}")
     out.extend(pad + t for t in text[1:])
