@@ -199,7 +199,7 @@ def test_several_lambdas_on_one_line_are_told_apart():
 
 
 def test_same_shaped_lambdas_on_one_line_use_column_positions():
-    f, g = (lambda x: x * 2.0), (lambda x: x * 3.0)  # noqa: E731
+    f, g = (lambda x: x * 2.0), (lambda x: x * 3.0)
     assert ad.gradient(f, 1.0) == (2.0,)
     assert ad.gradient(g, 1.0) == (3.0,)
 

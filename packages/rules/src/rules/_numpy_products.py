@@ -15,6 +15,7 @@ import operator
 from typing import Any
 
 import numpy as np
+
 from rulescore import AbstractZero, NoTangent, Thunk, unthunk
 
 from ._numpy_linear import conj, register_bilinear, sum_to
