@@ -214,3 +214,13 @@ def test_first_transform_is_cached_per_code_object():
     entry = transform._CACHE[(h.__code__, False)]
     ad.gradient(h, 2.0)
     assert transform._CACHE[(h.__code__, False)] is entry
+
+
+@pytest.mark.parametrize("x", [-1.5, -0.5, 0.0, 0.5, 2.0])
+@pytest.mark.parametrize("n", [1, 2, 3, -1, -2])
+def test_integer_powers_of_any_float(check_grad, x, n):
+    if x == 0.0 and n < 1:
+        pytest.skip("x**n is not finite at 0 for n < 1")
+    (g,) = ad.gradient(lambda v: v**n, x)
+    assert g == pytest.approx(n * x ** (n - 1))
+    check_grad(lambda v: v**n + 0.0, x)

@@ -191,6 +191,19 @@ def rcall(f: Any, *args: Any) -> tuple[Any, Callable]:
             out = _scalar_call(f, partials, args)
             if out is not None:
                 return out
+    if tf in _STATIC_CALLABLES or (tf is _BuiltinType and type(f.__self__) is _ModuleType):
+        # Module-level functions, ufuncs, classes, method descriptors: a fixed set,
+        # so their dispatch is cached here by (f, argument types).
+        try:
+            hit = _RULE_CACHE[(f, *map(type, args))]
+        except KeyError:
+            hit = _resolve_rule(f, args)
+        if hit is not None:
+            impl, rule = hit
+            if rule is None:
+                return impl(*args)
+            return _checked(impl(*args), f, args, rule)
+        return _fallback(f, args, None)
     try:
         has_rules = f in _RULES
     except TypeError:  # unhashable callable objects have no rules
@@ -203,6 +216,32 @@ def rcall(f: Any, *args: Any) -> tuple[Any, Callable]:
                 return out
             return _checked(out, f, args, rule)
     return _fallback(f, args, None)
+
+
+def _resolve_rule(f: Any, args: tuple) -> Any:
+    """Look up and cache ``(callable, rule-or-None-if-trusted)`` for this call's types."""
+    rule = _lookup(f, tuple(map(type, args)), _ADConfigType) if f in _RULES else None
+    if rule is None:
+        hit = None
+    else:
+        impl = functools.partial(rule.impl, CONFIG) if rule.takes_config else rule.impl
+        trusted = getattr(rule.impl, "__module__", "").startswith(_TRUSTED_MODULES)
+        hit = (impl, None if trusted else rule)
+    _RULE_CACHE[(f, *map(type, args))] = hit
+    return hit
+
+
+def _static_callable_types() -> frozenset:
+    kinds: set[type] = {_FunctionType, type, type(dict.items), type(object.__init__)}
+    np = sys.modules.get("numpy")
+    if np is not None:
+        kinds |= {np.ufunc, type(np.sum), type(np.ndarray.sum)}
+    return frozenset(kinds)
+
+
+_RULE_CACHE: dict[tuple, Any] = {}
+_STATIC_CALLABLES = _static_callable_types()
+rrule.table.listeners.append(_RULE_CACHE.clear)
 
 
 def _scalar_call(f: Any, partials: Callable, args: tuple) -> Any:
