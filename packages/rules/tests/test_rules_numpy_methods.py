@@ -9,41 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rules_testing import DTYPES, TOLERANCES, N, check, maker
 
 import rules  # noqa: F401  (registers the rules)
 from rulescore import NoTangent, ZeroTangent, frule, rrule
-from rulestest import primal_and_tangent, test_frule, test_rrule
+from rulestest import test_frule, test_rrule
 
-DTYPES = [np.float64, np.float32, np.complex128]
-TOLERANCES = {
-    np.float64: {"rtol": 1e-7, "atol": 1e-9},
-    np.float32: {"rtol": 1e-3, "atol": 1e-4},
-    np.complex128: {"rtol": 1e-7, "atol": 1e-9},
-}
 nd = np.ndarray
-
-
-def N(x):
-    """Mark a shape/axis/dtype/name argument as non-differentiable."""
-    return primal_and_tangent(x, NoTangent())
-
-
-def maker(dtype):
-    rng = np.random.default_rng(0)
-
-    def m(*shape):
-        x = rng.standard_normal(shape)
-        if np.dtype(dtype).kind == "c":
-            x = x + 1j * rng.standard_normal(shape)
-        return np.asarray(x, dtype=dtype)
-
-    return m
-
-
-def check(f, args, kw, dtype):
-    test_rrule(f, *args, fkwargs=kw, **TOLERANCES[dtype])
-    test_frule(f, *args, fkwargs=kw, **TOLERANCES[dtype])
-
 
 METHODS = [
     ("reshape-ints", nd.reshape, lambda m: (m(2, 3), N(3), N(2)), {}),

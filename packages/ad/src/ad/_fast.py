@@ -114,7 +114,11 @@ def fast_truediv(a: Any, b: Any) -> Any:
 
 def fast_pow(a: Any, b: Any) -> Any:
     ta, tb = type(a), type(b)
-    if _POW and ta is _float and ((tb is _int and (b >= 1 or a != 0.0)) or (tb is _float and a > 0.0)):
+    if (
+        _POW
+        and ta is _float
+        and ((tb is _int and (b >= 1 or a != 0.0)) or (tb is _float and a > 0.0))
+    ):
         y = a**b
         if tb is _int:  # any base: x**n is a polynomial
 

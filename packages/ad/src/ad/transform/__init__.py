@@ -18,6 +18,7 @@ from typing import Any
 from .activity import NONDIFF_BUILTINS, active_names, loaded_names, param_names
 from .anf import normalize
 from .codegen import compile_primal, factory_module, used_names  # noqa: F401
+from .compiled import Compiled, signature_of
 from .desugar import desugar
 from .fence import check_supported
 from .reverse import generate
@@ -33,46 +34,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Signature:
-    """Where each parameter's cotangent sits in the generated pullback's result."""
-
-    positional: tuple[str, ...]
-    vararg: str | None
-    kwonly: tuple[str, ...]
-    kwarg: str | None
-    all_names: tuple[str, ...]
-
-
-@dataclass
-class Transformed:
-    """A compiled primal for one code object, ready to bind to a function."""
-
-    code: types.CodeType
-    helper_cells: dict[str, types.CellType]
-    spec: Signature
-    simple: bool
-    n_positional: int
-    freevars: tuple[str, ...]
-
-    last: tuple[Any, Any] = (None, None)
-
-    def instantiate(self, f: types.FunctionType) -> types.FunctionType:
-        """The generated primal bound to ``f``'s globals, defaults and closure."""
-        last_f, last_fwd = self.last
-        if last_f is f and last_fwd.__defaults__ is f.__defaults__:
-            return last_fwd  # the usual case: the same function differentiated again
-        fwd = self._instantiate(f)
-        self.last = (f, fwd)
-        return fwd
-
-    def _instantiate(self, f: types.FunctionType) -> types.FunctionType:
-        own = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
-        cells = tuple(own[n] if n in own else self.helper_cells[n] for n in self.code.co_freevars)
-        fwd = types.FunctionType(self.code, f.__globals__, f.__name__, f.__defaults__, cells)
-        if f.__kwdefaults__:
-            fwd.__kwdefaults__ = f.__kwdefaults__
-        return fwd
+Transformed = Compiled  # the reverse pipeline's product
 
 
 _CACHE: dict[tuple[types.CodeType, bool], Transformed] = {}
@@ -154,24 +116,7 @@ def _build(f: types.FunctionType, closure_active: bool) -> Transformed:
     cell_names = [n for n in HELPERS if n not in freevars] + list(freevars)
     module = factory_module(fwd, cell_names)
     code = compile_primal(module, filename)
-    a = anf.args
-    positional = tuple(x.arg for x in a.posonlyargs + a.args)
-    spec = Signature(
-        positional=positional,
-        vararg=a.vararg.arg if a.vararg else None,
-        kwonly=tuple(x.arg for x in a.kwonlyargs),
-        kwarg=a.kwarg.arg if a.kwarg else None,
-        all_names=tuple(param_names(anf)),
-    )
-    simple = spec.vararg is None and spec.kwarg is None and not spec.kwonly
-    return Transformed(
-        code=code,
-        helper_cells=_helper_cells(HELPERS),
-        spec=spec,
-        simple=simple,
-        n_positional=len(positional),
-        freevars=freevars,
-    )
+    return Compiled(code=code, helper_cells=_helper_cells(HELPERS), spec=signature_of(anf))
 
 
 def adjoint_source(f: types.FunctionType, closure_active: bool = False) -> str:

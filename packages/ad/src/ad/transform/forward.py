@@ -23,40 +23,22 @@ from __future__ import annotations
 
 import ast
 import types
-from dataclasses import dataclass
 
 from ..errors import UnsupportedSyntaxError
+from ._nodes import FAST_OPS, TYPE_PARAMS, Z, plain
+from ._nodes import assign as _assign
+from ._nodes import call as _call
+from ._nodes import name as _n
+from ._nodes import tuple_ as _tuple
 from .activity import loaded_names, param_names, value_is_active
-from .anf import BINOPS
+from .compiled import Compiled, signature_of
 
-__all__ = ["ParamSpec", "Pushforward", "build_forward", "generate_forward", "t"]
-
-Z = "_ad_Z"
-FAST_OPS = frozenset(["add", "sub", "mul", "truediv", "pow", "neg"])
-_BINOP_NODES = {v: k for k, v in BINOPS.items()}
-_TYPE_PARAMS = {"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}
+__all__ = ["build_forward", "generate_forward", "t"]
 
 
 def t(name: str) -> str:
     """The tangent variable of ``name``."""
     return f"_ad_t_{name}"
-
-
-def _n(id_: str, store: bool = False) -> ast.Name:
-    return ast.Name(id=id_, ctx=ast.Store() if store else ast.Load())
-
-
-def _assign(target: str | ast.expr, value: ast.expr, line: int) -> ast.Assign:
-    tgt = _n(target, True) if isinstance(target, str) else target
-    return ast.Assign(targets=[tgt], value=value, lineno=line, col_offset=0)
-
-
-def _call(fn: str, *args: ast.expr) -> ast.Call:
-    return ast.Call(func=_n(fn), args=list(args), keywords=[])
-
-
-def _tuple(elts: list[ast.expr], store: bool = False) -> ast.Tuple:
-    return ast.Tuple(elts=elts, ctx=ast.Store() if store else ast.Load())
 
 
 def _const_tuple(values: list) -> ast.Tuple:
@@ -178,7 +160,7 @@ class _Gen:
         names = _targets(target)
         value = s.value
         if not value_is_active(value, self.active, self.plain):
-            return [_plain(s), *self.zeros(names, line)]
+            return [plain(s), *self.zeros(names, line)]
         if isinstance(value, ast.Lambda):
             return [s, *self.closure_tangent(names[0], value, line)]
         if isinstance(value, ast.Name):
@@ -245,23 +227,6 @@ def _store(node: ast.expr) -> ast.expr:
     return _tuple([_store(e) for e in node.elts], store=True)  # type: ignore[attr-defined]
 
 
-def _plain(s: ast.Assign) -> ast.Assign:
-    """An inactive statement as ordinary syntax: helper calls back to operators."""
-    v = s.value
-    if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and not v.keywords:
-        name, args = v.func.id, v.args
-        new: ast.expr | None = None
-        if name == "_ad_op_getitem" and len(args) == 2:
-            new = ast.Subscript(value=args[0], slice=args[1], ctx=ast.Load())
-        elif name.startswith("_ad_op_") and len(args) == 2 and name[7:] in _BINOP_NODES:
-            new = ast.BinOp(left=args[0], op=_BINOP_NODES[name[7:]](), right=args[1])
-        elif name == "_ad_getattr" and len(args) == 2 and isinstance(args[1], ast.Constant):
-            new = ast.Attribute(value=args[0], attr=args[1].value, ctx=ast.Load())
-        if new is not None:
-            return ast.Assign(targets=s.targets, value=new, lineno=s.lineno, col_offset=0)
-    return s
-
-
 def generate_forward(
     fn: ast.FunctionDef,
     active: set[str],
@@ -303,43 +268,11 @@ def generate_forward(
         returns=None,
         lineno=line,
         col_offset=0,
-        **_TYPE_PARAMS,
+        **TYPE_PARAMS,
     )
 
 
-@dataclass(frozen=True)
-class ParamSpec:
-    """The generated function's parameters: where each call argument's tangent goes."""
-
-    positional: tuple[str, ...]
-    vararg: str | None
-    kwonly: tuple[str, ...]
-    kwarg: str | None
-    all_names: tuple[str, ...]
-
-
-@dataclass
-class Pushforward:
-    """A compiled pushforward for one code object, ready to bind to a function."""
-
-    code: types.CodeType
-    helper_cells: dict[str, types.CellType]
-    spec: ParamSpec
-    simple: bool
-    n_positional: int
-    source: str
-
-    def instantiate(self, f: types.FunctionType) -> types.FunctionType:
-        """The generated pushforward bound to ``f``'s globals, defaults and closure."""
-        own = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
-        cells = tuple(own[n] if n in own else self.helper_cells[n] for n in self.code.co_freevars)
-        fwd = types.FunctionType(self.code, f.__globals__, f.__name__, f.__defaults__, cells)
-        if f.__kwdefaults__:
-            fwd.__kwdefaults__ = f.__kwdefaults__
-        return fwd
-
-
-def build_forward(f: types.FunctionType, closure_active: bool) -> Pushforward:
+def build_forward(f: types.FunctionType, closure_active: bool) -> Compiled:
     """Run the whole forward pipeline for ``f`` and compile the result."""
     from .._forward import FORWARD_HELPERS
     from . import front
@@ -352,21 +285,10 @@ def build_forward(f: types.FunctionType, closure_active: bool) -> Pushforward:
     cell_names = sorted(used - set(freevars)) + list(freevars)
     module = factory_module(fn, cell_names)
     code = compile_primal(module, fr.filename)
-    a = fr.anf.args
-    positional = tuple(x.arg for x in a.posonlyargs + a.args)
-    spec = ParamSpec(
-        positional=positional,
-        vararg=a.vararg.arg if a.vararg else None,
-        kwonly=tuple(x.arg for x in a.kwonlyargs),
-        kwarg=a.kwarg.arg if a.kwarg else None,
-        all_names=tuple(param_names(fr.anf)),
-    )
-    return Pushforward(
+    return Compiled(
         code=code,
         helper_cells={n: types.CellType(FORWARD_HELPERS[n]) for n in used},
-        spec=spec,
-        simple=spec.vararg is None and spec.kwarg is None and not spec.kwonly,
-        n_positional=len(positional),
+        spec=signature_of(fr.anf),
         source=_readable(fn, fr.filename, used),
     )
 

@@ -21,27 +21,13 @@ import ast
 from dataclasses import dataclass, field
 
 from ..errors import UnsupportedSyntaxError
+from ._nodes import FAST_OPS, TYPE_PARAMS, Z, plain
+from ._nodes import assign as _assign
+from ._nodes import call as _call
+from ._nodes import name as _n
 from .activity import loaded_names, param_names, value_is_active
-from .anf import BINOPS
 
 __all__ = ["generate"]
-
-Z = "_ad_Z"
-FAST_OPS = frozenset(["add", "sub", "mul", "truediv", "pow", "neg"])
-_BINOP_NODES = {v: k for k, v in BINOPS.items()}
-
-
-def _n(id_: str, store: bool = False) -> ast.Name:
-    return ast.Name(id=id_, ctx=ast.Store() if store else ast.Load())
-
-
-def _assign(target: str | ast.expr, value: ast.expr, line: int) -> ast.Assign:
-    tgt = _n(target, True) if isinstance(target, str) else target
-    return ast.Assign(targets=[tgt], value=value, lineno=line, col_offset=0)
-
-
-def _call(fn: str, *args: ast.expr) -> ast.Call:
-    return ast.Call(func=_n(fn), args=list(args), keywords=[])
 
 
 def _is_not_z(name: str) -> ast.expr:
@@ -198,7 +184,7 @@ class _Gen:
         value = s.value
         tnames = _names_in_target(target)
         if not value_is_active(value, self.active, self.plain_funcs):
-            return [_plain(s)], self.reset(tnames, line)
+            return [plain(s)], self.reset(tnames, line)
         if tnames and tnames[0].startswith("_ad_nl"):
             container = (
                 value.args[0].id
@@ -549,25 +535,6 @@ class _Gen:
         return fwd, bwd
 
 
-def _plain(s: ast.Assign) -> ast.Assign:
-    """An inactive statement as ordinary syntax: helper calls back to operators."""
-    v = s.value
-    if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and not v.keywords:
-        name, args = v.func.id, v.args
-        new: ast.expr | None = None
-        if name.startswith("_ad_op_") and len(args) == 2 and name != "_ad_op_getitem":
-            op = _BINOP_NODES.get(name[7:])
-            if op is not None:
-                new = ast.BinOp(left=args[0], op=op(), right=args[1])
-        elif name == "_ad_op_getitem" and len(args) == 2:
-            new = ast.Subscript(value=args[0], slice=args[1], ctx=ast.Load())
-        elif name == "_ad_getattr" and len(args) == 2 and isinstance(args[1], ast.Constant):
-            new = ast.Attribute(value=args[0], attr=args[1].value, ctx=ast.Load())
-        if new is not None:
-            return ast.Assign(targets=s.targets, value=new, lineno=s.lineno, col_offset=0)
-    return s
-
-
 def _assigned(stmts: list[ast.stmt]) -> set[str]:
     out: set[str] = set()
     for st in stmts:
@@ -731,7 +698,7 @@ def generate(
         returns=None,
         lineno=line,
         col_offset=0,
-        **({"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}),
+        **TYPE_PARAMS,
     )
     stacks_init = [_assign(stack, ast.List(elts=[], ctx=ast.Load()), line) for stack in gen.stacks]
     fwd = ast.FunctionDef(
@@ -742,6 +709,6 @@ def generate(
         returns=None,
         lineno=line,
         col_offset=0,
-        **({"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}),
+        **TYPE_PARAMS,
     )
     return fwd

@@ -1,0 +1,76 @@
+"""What the pipeline produces, shared by reverse and forward mode.
+
+``Signature`` says where each parameter's (co)tangent sits in the generated
+function's result; ``Compiled`` is a generated code object ready to bind to a
+Python function's globals, defaults and closure cells.
+"""
+
+from __future__ import annotations
+
+import ast
+import types
+from dataclasses import dataclass
+from typing import Any
+
+from .activity import param_names
+
+__all__ = ["Compiled", "Signature", "signature_of"]
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A function's parameters: positional, ``*args``, keyword-only, ``**kwargs``."""
+
+    positional: tuple[str, ...]
+    vararg: str | None
+    kwonly: tuple[str, ...]
+    kwarg: str | None
+    all_names: tuple[str, ...]
+
+    @property
+    def simple(self) -> bool:
+        """Positional parameters only: calls need no argument mapping."""
+        return self.vararg is None and self.kwarg is None and not self.kwonly
+
+
+def signature_of(fn: ast.FunctionDef) -> Signature:
+    a = fn.args
+    return Signature(
+        positional=tuple(x.arg for x in a.posonlyargs + a.args),
+        vararg=a.vararg.arg if a.vararg else None,
+        kwonly=tuple(x.arg for x in a.kwonlyargs),
+        kwarg=a.kwarg.arg if a.kwarg else None,
+        all_names=tuple(param_names(fn)),
+    )
+
+
+@dataclass
+class Compiled:
+    """A generated function for one code object, ready to bind to a function."""
+
+    code: types.CodeType
+    helper_cells: dict[str, types.CellType]
+    spec: Signature
+    source: str = ""
+    last: tuple[Any, Any] = (None, None)
+
+    @property
+    def simple(self) -> bool:
+        return self.spec.simple
+
+    @property
+    def n_positional(self) -> int:
+        return len(self.spec.positional)
+
+    def instantiate(self, f: types.FunctionType) -> types.FunctionType:
+        """The generated function bound to ``f``'s globals, defaults and closure."""
+        last_f, last_fn = self.last
+        if last_f is f and last_fn.__defaults__ is f.__defaults__:
+            return last_fn  # the usual case: the same function differentiated again
+        own = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
+        cells = tuple(own[n] if n in own else self.helper_cells[n] for n in self.code.co_freevars)
+        fn = types.FunctionType(self.code, f.__globals__, f.__name__, f.__defaults__, cells)
+        if f.__kwdefaults__:
+            fn.__kwdefaults__ = f.__kwdefaults__
+        self.last = (f, fn)
+        return fn

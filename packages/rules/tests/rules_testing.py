@@ -1,0 +1,41 @@
+"""Helpers shared by the numpy rule tests: random inputs per dtype and a two-rule check."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rulescore import NoTangent
+from rulestest import primal_and_tangent, test_frule, test_rrule
+
+DTYPES = [np.float64, np.float32, np.complex128]
+TOLERANCES = {
+    np.float64: {"rtol": 1e-7, "atol": 1e-9},
+    np.float32: {"rtol": 2e-3, "atol": 1e-4},
+    np.complex128: {"rtol": 1e-7, "atol": 1e-9},
+}
+
+
+def N(x: Any) -> Any:
+    """Mark an index, axis or subscripts argument as non-differentiable."""
+    return primal_and_tangent(x, NoTangent())
+
+
+def maker(dtype: Any) -> Any:
+    """A function of a shape giving seeded random arrays of ``dtype``."""
+    rng = np.random.default_rng(0)
+
+    def m(*shape: int) -> np.ndarray:
+        x = rng.standard_normal(shape)
+        if np.dtype(dtype).kind == "c":
+            x = x + 1j * rng.standard_normal(shape)
+        return np.asarray(x, dtype=dtype)
+
+    return m
+
+
+def check(f: Any, args: tuple, kw: dict, dtype: Any) -> None:
+    """Both rules of ``f`` through rulestest, with the dtype's tolerances."""
+    test_rrule(f, *args, fkwargs=kw, **TOLERANCES[dtype])
+    test_frule(f, *args, fkwargs=kw, **TOLERANCES[dtype])
