@@ -224,3 +224,33 @@ def test_integer_powers_of_any_float(check_grad, x, n):
     (g,) = ad.gradient(lambda v: v**n, x)
     assert g == pytest.approx(n * x ** (n - 1))
     check_grad(lambda v: v**n + 0.0, x)
+
+
+def test_inlined_arithmetic_with_the_target_as_an_operand():
+    def f(x, y):
+        r = x
+        r = r * y  # target is an operand: the partial must be the old r
+        r = r * r
+        r = -r
+        r = r - y
+        r = r + x
+        return r
+
+    x, y = 1.5, -0.7
+    gx, gy = ad.gradient(f, x, y)
+    # f = -(x*y)^2 - y + x
+    assert gx == pytest.approx(-2 * x * y * y + 1)
+    assert gy == pytest.approx(-2 * x * x * y - 1)
+
+
+@pytest.mark.parametrize("x, y", [(1.3, -0.4), (-2.0, 0.5)])
+def test_inlined_division_and_integer_powers(check_grad, x, y):
+    def f(a, b):
+        q = a / b
+        r = b / a
+        s = q**2 + r**3 - (a * b) ** 1
+        return s / (1.0 + q * q)
+
+    check_grad(f, x, y)
+    with pytest.raises(ZeroDivisionError):
+        ad.gradient(f, 1.0, 0.0)

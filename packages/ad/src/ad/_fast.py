@@ -26,7 +26,7 @@ from rulescore import NoTangent, rrule
 
 from ._config import ADConfig
 
-__all__ = ["FAST_HELPERS", "scalar_partials"]
+__all__ = ["FAST_HELPERS", "FLAGS", "scalar_partials"]
 
 _NO = NoTangent()
 _float = float
@@ -35,6 +35,18 @@ _table = rrule.table
 
 # Validity flags, recomputed by _refresh after every registration.
 _ADD = _SUB = _MUL = _DIV = _POW = _NEG = False
+
+
+class _Flags:
+    """The same flags as attributes, read by the arithmetic the reverse pass inlines."""
+
+    __slots__ = ("add", "mul", "neg", "pow", "sub", "truediv")
+
+    def __init__(self) -> None:
+        self.add = self.sub = self.mul = self.neg = self.truediv = self.pow = False
+
+
+FLAGS = _Flags()
 _SCALAR: dict[tuple[Any, int], Any] = {}
 
 
@@ -50,6 +62,8 @@ def _refresh() -> None:
     _ADD, _SUB, _MUL = ok[operator.add], ok[operator.sub], ok[operator.mul]
     _DIV, _POW = ok[operator.truediv], ok[operator.pow]
     _NEG = _builtin_rule(operator.neg, (float,))
+    FLAGS.add, FLAGS.sub, FLAGS.mul, FLAGS.neg = _ADD, _SUB, _MUL, _NEG
+    FLAGS.truediv, FLAGS.pow = _DIV, _POW
     _SCALAR.clear()
 
 
@@ -161,6 +175,9 @@ FAST_HELPERS: dict[str, Callable] = {
     "_ad_fast_truediv": fast_truediv,
     "_ad_fast_pow": fast_pow,
     "_ad_fast_neg": fast_neg,
+    "_ad_F": FLAGS,
+    "_ad_float": float,
+    "_ad_tuple": tuple,
 }
 
 _table.listeners.append(_refresh)
