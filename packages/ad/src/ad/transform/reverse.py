@@ -657,6 +657,13 @@ def _inline_adjoint(
 def _assigned(stmts: list[ast.stmt]) -> set[str]:
     out: set[str] = set()
     for st in stmts:
+        if isinstance(st, ast.Assign):  # the common case: read the targets only
+            for t in st.targets:
+                if isinstance(t, ast.Name):
+                    out.add(t.id)
+                else:
+                    out.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+            continue
         for node in ast.walk(st):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 out.add(node.id)
