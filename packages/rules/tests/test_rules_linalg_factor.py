@@ -264,13 +264,3 @@ def test_float32(f):
     test_frule(f, spd(3, 3).astype(np.float32), rtol=1e-2, atol=1e-2)
     y, pb = rrule(f, spd(3, 3).astype(np.float32))
     assert pb(np.ones_like(y))[1].dtype == np.float32
-
-
-def test_gaussian_logdensity_with_ad():
-    ad = pytest.importorskip("ad")
-    n = 3
-    x, mu, sigma = rand(n), rand(n), spd(n, n)
-    x̄, σ̄ = gaussian_logpdf_grad(x, mu, sigma)
-    gx, _, gs = ad.gradient(gaussian_logpdf, x, mu, sigma)
-    np.testing.assert_allclose(gx, x̄, rtol=1e-9)
-    np.testing.assert_allclose(herm(gs), σ̄, rtol=1e-9, atol=1e-12)
