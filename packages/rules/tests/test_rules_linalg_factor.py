@@ -7,6 +7,8 @@ of ``a``. So they are tested through ``g(x) = f(herm(x))``, whose rules are the
 registered ones composed by hand with herm's (self-adjoint) derivative.
 """
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -264,3 +266,19 @@ def test_float32(f):
     test_frule(f, spd(3, 3).astype(np.float32), rtol=1e-2, atol=1e-2)
     y, pb = rrule(f, spd(3, 3).astype(np.float32))
     assert pb(np.ones_like(y))[1].dtype == np.float32
+
+
+@pytest.mark.parametrize("with_scipy", [True, False])
+@pytest.mark.parametrize("lower", [True, False])
+def test_triangular_solve_with_and_without_scipy(monkeypatch, with_scipy, lower):
+    from rules._linalg_util import tri_solve
+
+    if with_scipy:
+        pytest.importorskip("scipy.linalg")
+    else:
+        monkeypatch.setitem(sys.modules, "scipy.linalg", None)  # import fails
+    rng = np.random.default_rng(0)
+    a = np.tril(rng.normal(size=(4, 4))) + 4 * np.eye(4)
+    a = a if lower else a.T
+    b = rng.normal(size=(4, 3))
+    np.testing.assert_allclose(a @ tri_solve(a, b, lower=lower), b, atol=1e-12)

@@ -24,6 +24,7 @@ from ._linalg_util import (
     mH,
     nondiff_rest,
     rdiv,
+    tri_solve,
     unsupported,
     warn_gradient,
 )
@@ -36,17 +37,20 @@ def _tril_half(x: np.ndarray) -> np.ndarray:
 
 
 def _cholesky_frule(L: np.ndarray, ȧ: np.ndarray) -> np.ndarray:
-    # L̇ = L Φ(L⁻¹ ȧ L⁻ᴴ) for a Hermitian tangent ȧ.
-    s = rdiv(np.linalg.solve(L, herm(ȧ)), mH(L))
+    # L̇ = L Φ(L⁻¹ ȧ L⁻ᴴ) for a Hermitian tangent ȧ; L is lower triangular.
+    x = tri_solve(L, herm(ȧ), lower=True)  # L⁻¹ ȧ
+    s = mH(tri_solve(L, mH(x), lower=True))  # (L⁻¹ (L⁻¹ ȧ)ᴴ)ᴴ = L⁻¹ ȧ L⁻ᴴ
     return L @ _tril_half(s)
 
 
 def _cholesky_pullback(L: np.ndarray, L̄: np.ndarray) -> np.ndarray:
     # The adjoint of the frule within Hermitian matrices: with M = Lᴴ L̄,
-    # P = herm(tril(M, -1) + Re(diag M) / 2) and ā = L⁻ᴴ P L⁻¹.
+    # P = herm(tril(M, -1) + Re(diag M) / 2) and ā = L⁻ᴴ P L⁻¹ (two
+    # triangular solves with the upper-triangular Lᴴ).
     m = mH(L) @ L̄
     p = herm(np.tril(m, -1) + 0.5 * diag_embed(np.diagonal(m, axis1=-2, axis2=-1).real))
-    return herm(rdiv(np.linalg.solve(mH(L), p), L))
+    x = tri_solve(mH(L), p, lower=False)  # L⁻ᴴ P
+    return herm(mH(tri_solve(mH(L), mH(x), lower=False)))  # (L⁻ᴴ (L⁻ᴴ P)ᴴ)ᴴ = L⁻ᴴ P L⁻¹
 
 
 @rrule.register(np.linalg.cholesky)

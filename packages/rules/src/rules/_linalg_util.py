@@ -70,6 +70,22 @@ def diag_embed(v: np.ndarray) -> np.ndarray:
     return v[..., :, None] * np.eye(k, dtype=v.dtype)
 
 
+def tri_solve(a: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
+    """Solve ``a x = b`` for a triangular ``a``.
+
+    Uses ``scipy.linalg.solve_triangular`` (O(n²) per column) when scipy is
+    installed and the matrices are unbatched; otherwise a general solve.
+    """
+    if a.ndim == 2 and b.ndim in (1, 2):
+        try:
+            from scipy.linalg import solve_triangular
+        except ImportError:
+            pass
+        else:
+            return solve_triangular(a, b, lower=lower, check_finite=False)
+    return np.linalg.solve(a, b)
+
+
 def rdiv(x: np.ndarray, r: np.ndarray) -> np.ndarray:
     """``x @ inv(r)`` by a solve: ``(r⁻ᴴ xᴴ)ᴴ``."""
     return mH(np.linalg.solve(mH(r), mH(x)))
