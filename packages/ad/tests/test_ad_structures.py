@@ -184,3 +184,82 @@ def test_captured_container_writes():
 
     with pytest.raises(ad.UnsupportedSyntaxError, match="'seen', which is not a local"):
         ad.gradient(leaks, 1.0)
+
+
+class Poly:
+    """A plain class: differentiated through its ``__init__``, property and methods."""
+
+    def __init__(self, coeffs, shift=0.0):
+        self.coeffs = coeffs
+        self.shift = shift
+
+    @property
+    def degree(self):
+        return len(self.coeffs) - 1
+
+    def __call__(self, x):
+        acc = 0.0
+        for c in reversed(self.coeffs):
+            acc = acc * x + c
+        return acc + self.shift
+
+    def slope(self, x):
+        return sum(i * c * x ** (i - 1) for i, c in enumerate(self.coeffs) if i > 0)
+
+
+def test_plain_class_built_inside_the_function(check_grad):
+    def f(c0, c1, c2, x):
+        p = Poly([c0, c1, c2], shift=c0)
+        return p(x) ** 2 + p.slope(x) + p.degree
+
+    check_grad(f, 0.5, -1.2, 2.0, 0.7)
+
+
+def test_object_built_once_per_call(capsys):
+    class Loud:
+        def __init__(self, v):
+            print("init")
+            self.v = v
+
+    assert ad.gradient(lambda x: Loud(x).v * 2.0, 1.0) == (2.0,)
+    assert capsys.readouterr().out == "init\n"
+
+
+def test_writing_into_an_argument_that_is_not_returned_is_an_error():
+    def fill(memo, key, value):
+        memo[key] = value
+
+    def f(x):
+        memo = {}
+        fill(memo, "a", x * 2.0)
+        return memo["a"]
+
+    with pytest.raises(ad.MutationError, match="argument 'memo' and does not return it"):
+        ad.gradient(f, 1.0)
+
+    def fill_and_return(memo, key, value):
+        memo[key] = value
+        return memo
+
+    def g(x):
+        memo = fill_and_return({}, "a", x * 2.0)
+        return memo["a"]
+
+    assert ad.gradient(g, 1.0) == (2.0,)
+
+
+def test_closure_over_a_rebound_variable_is_an_error():
+    def f(x, y):
+        scale = y
+
+        def inner(v):
+            return v * scale
+
+        a = inner(x)
+        scale = y * 2.0  # inner now sees the new value (late binding)
+        return a + inner(x)
+
+    with pytest.raises(
+        ad.UnsupportedSyntaxError, match="captures 'scale', which is assigned again"
+    ):
+        ad.gradient(f, 1.5, 2.0)

@@ -158,3 +158,12 @@ def test_bare_tangent_needs_a_type():
         Tangent(x=1.0)
     with pytest.raises(TypeError, match="needs a type"):
         Tangent[3]
+
+
+def test_container_fields_add_entry_by_entry():
+    t = Tangent[Plain](w=[1.0, 2.0], b={"k": 1.0}) + Tangent[Plain](
+        w=[3.0, 4.0], b={"k": 1.0, "j": 2.0}
+    )
+    assert t.w == [4.0, 6.0] and t.b == {"k": 2.0, "j": 2.0}
+    with pytest.raises(ValueError, match="lengths 1 and 2"):
+        Tangent[Plain](w=[1.0]) + Tangent[Plain](w=[1.0, 2.0])

@@ -32,7 +32,7 @@ from rulescore._thunks import AbstractThunk
 from . import _fast as _fast_module
 from ._config import ADConfig
 from ._fast import scalar_partials as _scalar_partials
-from .errors import CotangentShapeError, NoRuleError
+from .errors import CotangentShapeError, MutationError, NoRuleError
 
 __all__ = ["CONFIG", "acc", "rcall", "rcall_kw"]
 
@@ -150,6 +150,27 @@ def fn_tangent(names: tuple, cts: tuple) -> Any:
     if not fields:
         return _Z
     return Tangent[types.FunctionType]._from_backing(fields)
+
+
+def argument_write(value: Any, container: str, site: str) -> None:
+    """Refuse writing a number or array into an argument the function does not return."""
+    if _carries_derivative(value):
+        raise MutationError(
+            f"{site}: the function writes a {type(value).__name__} into its argument "
+            f"{container!r} and does not return it: the caller would not see that change in "
+            "the backward pass, so the derivative would be lost.\n"
+            "To fix: build a new container (d = {**d, k: v}, lst = lst + [v]) and return "
+            f"it, or return {container!r} and rebind it in the caller."
+        )
+
+
+def _carries_derivative(v: Any, depth: int = 0) -> bool:
+    if type(v) in (float, complex):
+        return True
+    if isinstance(v, (tuple, list)) and depth < 3:
+        return any(_carries_derivative(x, depth + 1) for x in v)
+    dtype = getattr(v, "dtype", None)
+    return dtype is not None and getattr(dtype, "kind", "") in "fc"
 
 
 def unpack_error(e: ValueError) -> BaseException:
@@ -451,12 +472,14 @@ def _call_partial(p: functools.partial, args: tuple, kwargs: dict | None) -> tup
 
 def _construct(cls: type, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
     kwargs = kwargs or {}
-    y = cls(*args, **kwargs)
     if dataclasses.is_dataclass(cls):
         names = [f.name for f in dataclasses.fields(cls) if f.init]
     elif issubclass(cls, tuple) and hasattr(cls, "_fields"):
         names = list(cls._fields)
     else:
+        init = _python_init(cls)
+        if init is not None:
+            return _construct_with_init(cls, init, args, kwargs)
         raise _no_rule(
             f"the constructor of {cls.__module__}.{cls.__qualname__}",
             cls,
@@ -464,6 +487,7 @@ def _construct(cls: type, args: tuple, kwargs: dict | None) -> tuple[Any, Callab
             "classes register an rrule for the class, or build the object outside the "
             "differentiated function and pass it in.",
         )
+    y = cls(*args, **kwargs)
     n = len(args)
 
     def constructor_pullback(ȳ: Any) -> tuple:
@@ -480,6 +504,30 @@ def _construct(cls: type, args: tuple, kwargs: dict | None) -> tuple[Any, Callab
         return (_NO, *cts)
 
     return y, constructor_pullback
+
+
+def _python_init(cls: type) -> Any:
+    """``cls.__init__`` when it is Python code and ``__new__`` is object's, else None."""
+    if cls.__new__ is not object.__new__:
+        return None
+    init = cls.__init__
+    return init if type(init) is _FunctionType else None
+
+
+def _construct_with_init(cls: type, init: Any, args: tuple, kwargs: dict | None) -> tuple:
+    """Build a plain object by differentiating its ``__init__`` as a function of
+    its arguments whose output is the finished object."""
+    obj = object.__new__(cls)
+    closure = bool(init.__code__.co_freevars)
+    y, pb = call_function(init, (obj, *args), kwargs or None, closure, as_init=True)
+    n = len(args)
+
+    def init_pullback(ȳ: Any) -> tuple:
+        cts = pb(ȳ)
+        out = (_NO, *cts[2 : 2 + n])
+        return (*out, cts[2 + n]) if kwargs else out
+
+    return y, init_pullback
 
 
 def _no_rule(name: str, f: Any, extra: str = "") -> NoRuleError:
@@ -517,12 +565,16 @@ def _fname(f: Any) -> str:
 
 
 def call_function(
-    f: types.FunctionType, args: tuple, kwargs: dict | None, closure_active: bool
+    f: types.FunctionType,
+    args: tuple,
+    kwargs: dict | None,
+    closure_active: bool,
+    as_init: bool = False,
 ) -> tuple[Any, Callable]:
     """Run the transformed primal of ``f``; map its pullback to the call's arguments."""
     from .transform import transformed
 
-    entry = transformed(f, closure_active)
+    entry = transformed(f, closure_active, as_init)
     fwd = entry.instantiate(f)
     if kwargs:
         y, back = fwd(*args, **kwargs)

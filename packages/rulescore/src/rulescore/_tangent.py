@@ -298,7 +298,24 @@ class Tangent:
 
 
 def _add(x: Any, y: Any) -> Any:
-    return unthunk(x) + unthunk(y)
+    """Add two field tangents; plain list/tuple/dict tangents add entry by entry
+    (``+`` on them would concatenate)."""
+    x, y = unthunk(x), unthunk(y)
+    if isinstance(x, AbstractZero):
+        return y
+    if isinstance(y, AbstractZero):
+        return x
+    tx = type(x)
+    if (tx is list or tx is tuple) and type(y) is tx:
+        if len(x) != len(y):
+            raise ValueError(f"cannot add {tx.__name__} tangents of lengths {len(x)} and {len(y)}")
+        return tx(_add(a, b) for a, b in zip(x, y))
+    if tx is dict and type(y) is dict:
+        out = dict(x)
+        for k, v in y.items():
+            out[k] = _add(out[k], v) if k in out else v
+        return out
+    return x + y
 
 
 def _sub(x: Any, y: Any) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import types
 from dataclasses import dataclass
 from typing import Any
@@ -37,15 +38,19 @@ __all__ = [
 Transformed = Compiled  # the reverse pipeline's product
 
 
-_CACHE: dict[tuple[types.CodeType, bool], Transformed] = {}
+_CACHE: dict[tuple, Transformed] = {}
 
 
-def transformed(f: types.FunctionType, closure_active: bool) -> Transformed:
-    """The cached transform of ``f``'s code (built on first use)."""
-    key = (f.__code__, closure_active)
+def transformed(f: types.FunctionType, closure_active: bool, as_init: bool = False) -> Transformed:
+    """The cached transform of ``f``'s code (built on first use).
+
+    ``as_init``: ``f`` is an ``__init__`` differentiated as a constructor: its
+    output is ``self`` as the body leaves it (see ``returning_self``).
+    """
+    key = (f.__code__, closure_active) if not as_init else (f.__code__, closure_active, True)
     entry = _CACHE.get(key)
     if entry is None:
-        entry = _build(f, closure_active)
+        entry = _build(f, closure_active, as_init)
         _CACHE[key] = entry
     return entry
 
@@ -60,21 +65,52 @@ class Front:
     filename: str
 
 
-def front(f: types.FunctionType, closure_active: bool) -> Front:
+def front(f: types.FunctionType, closure_active: bool, as_init: bool = False) -> Front:
     """source -> fence -> desugar -> anf -> activity, shared by reverse and forward mode."""
     src = get_source(f)
     tree = check_supported(src.tree, src.filename)
     anf = normalize(desugar(tree), src.filename)
+    if as_init:
+        anf = returning_self(anf)
     freevars = f.__code__.co_freevars
     seeds = set(param_names(anf)) | (set(freevars) if closure_active else set())
     plain = _plain_builtins(f, anf)
     return Front(anf, active_names(anf, seeds, plain), plain, src.filename)
 
 
+def returning_self(fn: ast.FunctionDef) -> ast.FunctionDef:
+    """A copy of an ANF ``__init__`` whose every ``return`` returns ``self``
+    (its first parameter): a constructor's output is the object it built."""
+    a = fn.args
+    first = (a.posonlyargs + a.args)[0].arg
+
+    def rewrite(stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for st in stmts:
+            if isinstance(st, ast.Return):
+                out.append(
+                    ast.Return(
+                        value=ast.Name(id=first, ctx=ast.Load()), lineno=st.lineno, col_offset=0
+                    )
+                )
+            elif isinstance(st, (ast.If, ast.For, ast.While)):
+                new = copy.copy(st)
+                new.body = rewrite(st.body)
+                new.orelse = rewrite(st.orelse)
+                out.append(new)
+            else:
+                out.append(st)
+        return out
+
+    new = copy.copy(fn)
+    new.body = rewrite(fn.body)
+    return new
+
+
 def _pipeline(
-    f: types.FunctionType, closure_active: bool
+    f: types.FunctionType, closure_active: bool, as_init: bool = False
 ) -> tuple[ast.FunctionDef, ast.FunctionDef, str]:
-    fr = front(f, closure_active)
+    fr = front(f, closure_active, as_init)
     freevars = f.__code__.co_freevars
     fwd = generate(fr.anf, fr.active, freevars, closure_active, fr.filename, fr.plain)
     return fr.anf, fwd, fr.filename
@@ -106,10 +142,10 @@ def _helper_cells(helpers: dict[str, Any]) -> dict[str, types.CellType]:
     return _CELLS
 
 
-def _build(f: types.FunctionType, closure_active: bool) -> Transformed:
+def _build(f: types.FunctionType, closure_active: bool, as_init: bool = False) -> Transformed:
     from .._helpers import HELPERS
 
-    anf, fwd, filename = _pipeline(f, closure_active)
+    anf, fwd, filename = _pipeline(f, closure_active, as_init)
     freevars = f.__code__.co_freevars
     # Every helper is bound in the factory scope; the compiler keeps as free
     # variables of _ad_fwd only those it reads, so no walk is needed here.

@@ -61,6 +61,9 @@ class _Gen:
     filename: str
     fname: str
     plain_funcs: frozenset[str] = frozenset()
+    rebound: frozenset[str] = frozenset()  # names bound more than once (or in a loop)
+    params: frozenset[str] = frozenset()
+    mutable_params: frozenset[str] = frozenset()  # parameters the function may mutate
     counter: int = 0
     stacks: list[str] = field(default_factory=list)
     adjoints: set[str] = field(default_factory=set)
@@ -185,6 +188,33 @@ class _Gen:
         tnames = _names_in_target(target)
         if not value_is_active(value, self.active, self.plain_funcs):
             return [plain(s)], self.reset(tnames, line)
+        guard: list[ast.stmt] = []
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id in _MUTATORS
+            and value.args
+            and isinstance(value.args[0], ast.Name)
+            and value.args[0].id in self.params
+            and value.args[0].id not in self.mutable_params
+            and isinstance(value.args[-1], ast.Name)
+            and value.args[-1].id in self.active
+        ):
+            # A write into an argument the function does not return: the caller
+            # would not see it in the backward pass. Refused at run time when
+            # the value written is a number or array (it may carry a derivative).
+            guard = [
+                ast.Expr(
+                    value=_call(
+                        "_ad_argument_write",
+                        value.args[-1],
+                        ast.Constant(value.args[0].id),
+                        ast.Constant(f"{self.filename}:{line}"),
+                    ),
+                    lineno=line,
+                    col_offset=0,
+                )
+            ]
         if tnames and tnames[0].startswith("_ad_nl"):
             container = (
                 value.args[0].id
@@ -220,7 +250,8 @@ class _Gen:
             value = ast.Call(func=_n("_ad_mk_dict"), args=[keys, *value.values], keywords=[])
         if not isinstance(value, ast.Call):
             raise self.error(s, f"cannot differentiate through {ast.unparse(value)!r}")
-        return self.call(target, tnames, value, depth, line)
+        fwd, bwd = self.call(target, tnames, value, depth, line)
+        return guard + fwd, bwd
 
     def call(
         self, target: ast.expr, tnames: list[str], value: ast.Call, depth: int, line: int
@@ -336,6 +367,15 @@ class _Gen:
         if name not in self.active:
             return []
         captured = sorted((loaded_names(node) & self.active) - {name})
+        late = [c for c in captured if c in self.rebound]
+        if late:
+            raise self.error(
+                node,
+                f"the nested function {name!r} captures {', '.join(map(repr, late))}, which is "
+                "assigned again in this function (or in a loop): Python's closures see the "
+                "latest value, and the derivative would go to the wrong one. To fix: pass the "
+                "value as an argument, or bind it as a default (lambda v, k=k: ...)",
+            )
         self.adjoints.add(name)
         out: list[ast.stmt] = [_assign("_ad_g", _n(d(name)), line), _assign(d(name), _n(Z), line)]
         body = [
@@ -551,6 +591,54 @@ class _Gen:
         return fwd, bwd
 
 
+_MUTATORS = frozenset(["_ad_setitem", "_ad_setattr", "_ad_append"])
+
+
+def returned_names(fn: ast.FunctionDef) -> frozenset[str]:
+    """Names the function returns: a parameter it mutates and returns is fine,
+    the caller rebinds it (``buf = fill(buf, v)``)."""
+    out = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
+            out.add(node.value.id)
+        elif (
+            isinstance(node, ast.Assign)
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == "_ad_retv"
+            and isinstance(node.value, ast.Name)
+        ):
+            out.add(node.value.id)
+    return frozenset(out)
+
+
+def rebound_names(fn: ast.FunctionDef) -> frozenset[str]:
+    """Names bound more than once in ``fn``'s own scope, counting a binding
+    inside a loop (or as a loop target) as several."""
+    counts: dict[str, int] = {}
+
+    def visit(stmts: list[ast.stmt], weight: int) -> None:
+        for st in stmts:
+            if isinstance(st, (ast.For, ast.While)):
+                if isinstance(st, ast.For):
+                    for n in ast.walk(st.target):
+                        if isinstance(n, ast.Name):
+                            counts[n.id] = counts.get(n.id, 0) + 2
+                visit(st.body, 2)
+                visit(st.orelse, weight)
+            elif isinstance(st, ast.If):
+                visit(st.body, weight)
+                visit(st.orelse, weight)
+            elif isinstance(st, ast.FunctionDef):
+                counts[st.name] = counts.get(st.name, 0) + weight
+            else:
+                for n in ast.walk(st):
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                        counts[n.id] = counts.get(n.id, 0) + weight
+
+    visit(fn.body, 1)
+    return frozenset(n for n, c in counts.items() if c > 1)
+
+
 _INLINE_OPS = {"add": ast.Add, "sub": ast.Sub, "mul": ast.Mult, "truediv": ast.Div, "pow": ast.Pow}
 
 
@@ -748,9 +836,18 @@ def generate(
     closure_active: bool,
     filename: str,
     plain_funcs: frozenset[str] = frozenset(),
+    mutable_params: frozenset[str] = frozenset(),
 ) -> ast.Module:
     """The module AST defining ``_ad_factory`` for the ANF function ``fn``."""
-    gen = _Gen(active=active, filename=filename, fname=fn.name, plain_funcs=plain_funcs)
+    gen = _Gen(
+        active=active,
+        filename=filename,
+        fname=fn.name,
+        plain_funcs=plain_funcs,
+        rebound=rebound_names(fn),
+        params=frozenset(param_names(fn)),
+        mutable_params=mutable_params | returned_names(fn),
+    )
     fwd_body, bwd_body = gen.block(fn.body, 0, True)
     bwd_body, _ = simplify_adjoint(bwd_body, {d(a) for a in gen.adjoints | set(param_names(fn))})
     line = fn.lineno
