@@ -36,24 +36,32 @@ def _matmul_operands(ȳ: Any, a: Any, b: Any) -> tuple:
 
 
 def matmul_fast_pullback(a: Any, b: Any, y: Any) -> Any:
-    """The pullback of ``a @ b`` for two real 2-d arrays of one dtype (the MLP case)."""
+    """The pullback of ``a @ b`` for real arrays of one dtype, 1-d or 2-d (MLP and
+    RNN cases): matrix @ matrix, matrix @ vector, vector @ matrix, vector @ vector."""
     if not (
         type(a) is np.ndarray
         and type(b) is np.ndarray
-        and a.ndim == 2
-        and b.ndim == 2
         and a.dtype == b.dtype
         and a.dtype.kind == "f"
+        and 1 <= a.ndim <= 2
+        and 1 <= b.ndim <= 2
     ):
         return None
+    dtype, nd = a.dtype, (a.ndim, b.ndim)
 
     def matmul_pullback(ȳ: Any) -> tuple:
         ȳ = unthunk(ȳ)
         if isinstance(ȳ, AbstractZero):
             return (_NO, ȳ, ȳ)
-        if type(ȳ) is not np.ndarray or ȳ.dtype != a.dtype:
-            ȳ = np.asarray(np.real(ȳ), dtype=a.dtype)
-        return (_NO, Thunk(lambda: ȳ @ b.T), Thunk(lambda: a.T @ ȳ))
+        if type(ȳ) is not np.ndarray or ȳ.dtype != dtype:
+            ȳ = np.asarray(np.real(ȳ), dtype=dtype)
+        if nd == (2, 2):
+            return (_NO, Thunk(lambda: ȳ @ b.T), Thunk(lambda: a.T @ ȳ))
+        if nd == (2, 1):
+            return (_NO, Thunk(lambda: np.outer(ȳ, b)), Thunk(lambda: a.T @ ȳ))
+        if nd == (1, 2):
+            return (_NO, Thunk(lambda: b @ ȳ), Thunk(lambda: np.outer(a, ȳ)))
+        return (_NO, Thunk(lambda: ȳ * b), Thunk(lambda: ȳ * a))  # vector · vector
 
     return matmul_pullback
 
