@@ -21,7 +21,7 @@ from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, frule, not_
 from rulescore._thunks import AbstractThunk
 
 from ._config import ADConfig
-from ._runtime import call_site, field_ct, fn_tangent
+from ._runtime import _fname, _hashable, call_site, field_ct, fn_tangent
 from .errors import CotangentShapeError, NoRuleError
 
 __all__ = ["FORWARD_HELPERS", "call_with", "dispatch", "fcall", "fcall_gen"]
@@ -142,14 +142,6 @@ def _kw_not_implemented(f: Any, kw_ts: dict) -> Any:
     )
 
 
-def _hashable(f: Any) -> bool:
-    try:
-        hash(f)
-    except TypeError:
-        return False
-    return True
-
-
 def _fallback(f: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict | None) -> Any:
     tf = type(f)
     if tf is _FunctionType:
@@ -235,14 +227,6 @@ def _no_rule(name: str, extra: str = "") -> NoRuleError:
             "or wrap the call in ad.ignore_derivatives if no derivative should flow through it."
         )
     )
-
-
-def _fname(f: Any) -> str:
-    mod = getattr(f, "__module__", None)
-    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
-    if mod in (None, "builtins"):
-        return name
-    return f"{mod}.{name}"
 
 
 # --- transformed Python functions ---------------------------------------------

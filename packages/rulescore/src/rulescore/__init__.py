@@ -29,7 +29,7 @@ from ._config import (
     frule_via_ad,
     rrule_via_ad,
 )
-from ._projection import Projector, ProjectTo
+from ._projection import NON_DIFFERENTIABLE_TYPES, Projector, ProjectTo
 from ._rule_tools import (
     NotImplementedTangent,
     derivatives_given_output,
@@ -61,6 +61,7 @@ __all__ = [
     "HasForwardsMode",
     "HasReverseMode",
     "InplaceableThunk",
+    "NON_DIFFERENTIABLE_TYPES",
     "NoForwardsMode",
     "NoReverseMode",
     "NoTangent",

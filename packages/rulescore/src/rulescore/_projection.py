@@ -28,7 +28,7 @@ from ._thunks import AbstractThunk, InplaceableThunk, Thunk, unthunk
 from ._zeros import AbstractZero, NoTangent
 from .errors import CotangentError
 
-__all__ = ["ProjectTo", "Projector"]
+__all__ = ["NON_DIFFERENTIABLE_TYPES", "ProjectTo", "Projector"]
 
 
 class Projector:
@@ -277,7 +277,8 @@ _NO = _ToNoTangent()
 _ANY = _Identity()
 _REAL = _ToReal()
 _COMPLEX = _ToComplex()
-_NONDIFF_TYPES: tuple[type, ...] = (
+#: Types whose values have no tangent: ``ProjectTo`` maps their cotangents to ``NoTangent()``.
+NON_DIFFERENTIABLE_TYPES: tuple[type, ...] = (
     bool,
     str,
     bytes,
@@ -317,7 +318,7 @@ def ProjectTo(x: Any) -> Callable[[Any], Any]:
         return _REAL
     if t is complex:
         return _COMPLEX
-    if isinstance(x, _NONDIFF_TYPES):
+    if isinstance(x, NON_DIFFERENTIABLE_TYPES):
         return _NO
     np = _numpy()
     if np is not None and isinstance(x, (np.ndarray, np.generic)):

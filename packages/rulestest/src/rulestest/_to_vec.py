@@ -21,30 +21,16 @@ from __future__ import annotations
 import copy
 import dataclasses
 import numbers
-import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from rulescore import AbstractZero, Tangent, ZeroTangent, unthunk
+from rulescore import NON_DIFFERENTIABLE_TYPES, AbstractZero, Tangent, ZeroTangent, unthunk
 
 __all__ = ["Layout", "StructureMismatch", "layout", "to_vec"]
 
-_OPAQUE = (
-    bool,
-    str,
-    bytes,
-    type(None),
-    type,
-    range,
-    slice,
-    types.FunctionType,
-    types.BuiltinFunctionType,
-    types.MethodType,
-    types.ModuleType,
-    type(Ellipsis),
-)
+_OPAQUE = NON_DIFFERENTIABLE_TYPES
 
 
 class StructureMismatch(ValueError):
