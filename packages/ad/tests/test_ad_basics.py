@@ -254,3 +254,43 @@ def test_inlined_division_and_integer_powers(check_grad, x, y):
     check_grad(f, x, y)
     with pytest.raises(ZeroDivisionError):
         ad.gradient(f, 1.0, 0.0)
+
+
+def test_fast_paths_give_way_to_a_user_rule(tmp_path):
+    """A rule registered for float multiplication later must win over the inline
+    fast path (checked in a fresh interpreter: rules cannot be unregistered)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = tmp_path / "override.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import math, operator
+            import ad
+            from rulescore import NoTangent, rrule
+
+            def f(x):
+                return x * 3.0 + math.sin(x)
+
+            assert ad.gradient(f, 0.0) == (4.0,)
+
+            @rrule.register(operator.mul)
+            def _(a: float, b: float):
+                def doubled_pullback(ȳ):
+                    return NoTangent(), 2 * ȳ * b, 2 * ȳ * a
+                return a * b, doubled_pullback
+
+            @rrule.register(math.sin)
+            def _(x: float):
+                return math.sin(x), lambda ȳ: (NoTangent(), 10 * ȳ)
+
+            assert ad.gradient(f, 0.0) == (16.0,), ad.gradient(f, 0.0)
+            print("ok")
+            """
+        )
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
