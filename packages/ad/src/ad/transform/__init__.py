@@ -18,7 +18,7 @@ from typing import Any
 
 from .activity import NONDIFF_BUILTINS, active_names, loaded_names, param_names
 from .anf import normalize
-from .codegen import compile_primal, factory_module, used_names  # noqa: F401
+from .codegen import compile_primal, factory_module, used_names
 from .compiled import Compiled, signature_of
 from .desugar import desugar
 from .fence import check_supported
@@ -163,7 +163,7 @@ def adjoint_source(f: types.FunctionType, closure_active: bool = False) -> str:
     lines: list[str] = [f"# generated from {filename}"]
     for node in fwd.body:
         _annotate(node, lines, 0)
-    used = sorted({n.id for n in ast.walk(fwd) if isinstance(n, ast.Name) and n.id in HELPERS})
+    used = sorted(used_names(fwd, HELPERS))
     header = f"def _ad_fwd({ast.unparse(fwd.args)}):"
     return "\n".join([lines[0], f"# helpers: {', '.join(used)}", header, *lines[1:]])
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ast
 import copy
-from collections.abc import Iterator
 
 from ..errors import UnsupportedSyntaxError
 
@@ -474,11 +473,6 @@ class _Normalizer:
                     col_offset=0,
                 )
             )
-            if _contains(s.body, (ast.Continue,)) and pre:
-                raise self.error(
-                    s,
-                    "`continue` in a while loop whose condition is not a plain name or comparison of names is not supported",
-                )
         elif isinstance(
             s,
             (
@@ -543,14 +537,6 @@ def _set_load(node: ast.AST) -> None:
     for n in ast.walk(node):
         if hasattr(n, "ctx"):
             n.ctx = ast.Load()  # type: ignore[attr-defined]
-
-
-def _contains(body: list[ast.stmt], kinds: tuple) -> Iterator[ast.AST] | bool:
-    for s in body:
-        for n in ast.walk(s):
-            if isinstance(n, kinds):
-                return True
-    return False
 
 
 def normalize(tree: ast.FunctionDef, filename: str) -> ast.FunctionDef:

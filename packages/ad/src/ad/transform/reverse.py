@@ -418,8 +418,6 @@ class _Gen:
         ]
 
     def for_(self, s: ast.For, depth: int, line: int) -> tuple[list, list]:
-        if s.orelse and self.is_active_block(s.orelse):
-            pass
         of, ob = self.block(s.orelse, depth, False)
         tname = s.target.id  # type: ignore[attr-defined]
         if not self.is_active(s.iter):
@@ -550,9 +548,6 @@ class _Gen:
             *after,
         ]
         return fwd, bwd
-
-    def is_active_block(self, body: list[ast.stmt]) -> bool:
-        return any(self.is_active(s) for s in body)
 
     def while_(self, s: ast.While, depth: int, line: int) -> tuple[list, list]:
         bf, bb = self.block(s.body, depth + 1, False)
