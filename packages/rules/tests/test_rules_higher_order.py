@@ -10,17 +10,23 @@ import numpy as np
 import pytest
 
 import rules  # noqa: F401  (registers the rules)
-from rulescore import HasReverseMode, RuleConfig, rrule
-from rulestest import test_rrule
+from rulescore import HasForwardsMode, HasReverseMode, RuleConfig, frule, rrule
+from rulestest import test_frule, test_rrule
 
 
-class RulesOnly(RuleConfig, HasReverseMode):
+class RulesOnly(RuleConfig, HasReverseMode, HasForwardsMode):
     """A toy AD that can differentiate functions with rules only."""
 
     def rrule_via_ad(self, f, *args, **kwargs):
         out = rrule(f, *args, **kwargs)
         if out is None:
             raise TypeError(f"no rule for {f}")
+        return out
+
+    def frule_via_ad(self, tangents, f, *args, **kwargs):
+        out = frule(tangents, f, *args, **kwargs)
+        if out is None:
+            raise TypeError(f"no frule for {f}")
         return out
 
 
@@ -80,3 +86,20 @@ def test_filter():
 
 def test_map_without_reverse_mode_config_has_no_rule():
     assert rrule(map, math.sin, [1.0]) is None
+
+
+@pytest.mark.parametrize("init", [(), (2.0,)])
+def test_reduce_frule(init):
+    test_frule(CONFIG, functools.reduce, operator.mul, [1.5, -2.0, 0.5], *init)
+
+
+@pytest.mark.parametrize("kw", [{}, {"reverse": True}, {"key": abs}])
+def test_sorted_frule(kw):
+    test_frule(sorted, [0.3, -2.0, 1.0, 0.5], fkwargs=kw)
+
+
+def test_map_and_filter_frules_push_tangents_elementwise():
+    ys, ẏs = frule(CONFIG, (None, None, [1.0, 2.0]), map, math.sin, [0.0, 0.5])
+    assert ys == [0.0, math.sin(0.5)] and ẏs == [1.0, 2.0 * math.cos(0.5)]
+    ys, ẏs = frule((None, None, [1.0, 2.0, 3.0]), filter, lambda v: v > 0, [0.3, -2.0, 1.0])
+    assert ys == [0.3, 1.0] and ẏs == [1.0, 3.0]

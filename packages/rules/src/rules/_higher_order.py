@@ -5,7 +5,8 @@ back into the AD (``rrule_via_ad``), so they are registered for configs with
 ``HasReverseMode``. Under these rules ``map``/``filter`` return lists rather
 than lazy iterators, so that each element can send its derivative back.
 ``sorted``'s ``key`` and ``filter``'s predicate are not differentiated: no
-derivative flows through a comparison.
+derivative flows through a comparison. The frules of ``map`` and ``reduce``
+push tangents through ``frule_via_ad`` (configs with ``HasForwardsMode``).
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ from typing import Any
 
 from rulescore import (
     AbstractZero,
+    HasForwardsMode,
     HasReverseMode,
     NoTangent,
     ZeroTangent,
+    frule,
+    frule_via_ad,
     rrule,
     rrule_via_ad,
     unthunk,
@@ -138,3 +142,68 @@ def _(pred: Any, xs: Any) -> Any:
         return (_NO, _NO, _input_cotangent(xs, entries))
 
     return y, filter_pullback
+
+
+# --- forward mode ---------------------------------------------------------------------
+
+
+def _tangent_entries(ẋ: Any, n: int) -> list:
+    ẋ = unthunk(ẋ)
+    if isinstance(ẋ, AbstractZero):
+        return [_ZERO] * n
+    return seq_entries(ẋ, n)
+
+
+@frule.register(map, config=HasForwardsMode)
+def _(config: Any, ḟ: Any, *rest: Any) -> Any:
+    k = len(rest) // 2
+    ẋs, (f, *xs) = rest[1:k], rest[k:]
+    columns = [list(x) for x in xs]
+    tangents = [_tangent_entries(ẋ, len(c)) for ẋ, c in zip(ẋs, columns)]
+    n = min((len(c) for c in columns), default=0)
+    ys, ẏs = [], []
+    for i in range(n):
+        y, ẏ = frule_via_ad(
+            config, (rest[0], *(t[i] for t in tangents)), f, *(c[i] for c in columns)
+        )
+        ys.append(y)
+        ẏs.append(ẏ)
+    return ys, ẏs
+
+
+@frule.register(functools.reduce, config=HasForwardsMode)
+def _(config: Any, ḟ: Any, *rest: Any) -> Any:
+    k = len(rest) // 2
+    ḟn, ẋs, ẇ = rest[0], rest[1], rest[2:k]
+    f, xs, *init = rest[k:]
+    items = list(xs)
+    tangents = _tangent_entries(ẋs, len(items))
+    if init:
+        acc, ȧcc, start = init[0], (ẇ[0] if ẇ else _ZERO), 0
+    else:
+        if not items:
+            raise TypeError("reduce() of empty iterable with no initial value")
+        acc, ȧcc, start = items[0], tangents[0], 1
+    for x, ẋ in zip(items[start:], tangents[start:]):
+        acc, ȧcc = frule_via_ad(config, (ḟn, ȧcc, ẋ), f, acc, x)
+    return acc, ȧcc
+
+
+@frule.register(sorted)
+def _(ḟ: Any, ẋs: Any, xs: Any, *, key: Any = None, reverse: bool = False) -> Any:
+    items = list(xs)
+    tangents = _tangent_entries(ẋs, len(items))
+    order = sorted(
+        range(len(items)),
+        key=(lambda i: key(items[i])) if key is not None else items.__getitem__,
+        reverse=reverse,
+    )
+    return [items[i] for i in order], [tangents[i] for i in order]
+
+
+@frule.register(filter)
+def _(ḟ: Any, ṗ: Any, ẋs: Any, pred: Any, xs: Any) -> Any:
+    items = list(xs)
+    tangents = _tangent_entries(ẋs, len(items))
+    kept = [i for i, x in enumerate(items) if (pred(x) if pred is not None else x)]
+    return [items[i] for i in kept], [tangents[i] for i in kept]
