@@ -546,3 +546,44 @@ def test_params_reached_through_a_global_function_is_a_clear_error():
     # passed in, the same closure works
     grads = ad.gradient(GLOBAL_LOSS, ad.Params([GLOBAL_W2]))
     np.testing.assert_array_equal(grads[GLOBAL_W2], [2.0, 4.0])
+
+
+# --- forwarddiff ------------------------------------------------------------------
+
+
+def _pow(x, n):
+    r = 1.0
+    for _ in range(n):
+        r = r * x
+    return r
+
+
+def test_forwarddiff_seed_examples():
+    assert ad.gradient(lambda x: ad.forwarddiff(lambda v: _pow(v, 2), x), 5.0) == (10.0,)
+    # captured values get no gradient through forwarddiff ...
+    assert ad.gradient(lambda a, b: ad.forwarddiff(lambda a: a * b, a), 2.0, 3.0) == (3.0, None)
+    # ... pass them in instead
+    g = ad.gradient(lambda a, b: ad.forwarddiff(lambda ab: ab[0] * ab[1], [a, b]), 2.0, 3.0)
+    assert g == (3.0, 2.0)
+
+
+def test_forwarddiff_on_arrays_matches_reverse_mode():
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(3, 4))
+    x = rng.normal(size=4)
+
+    def inner(v):
+        return np.tanh(A @ v) * 2.0
+
+    def loss(v):
+        return np.sum(ad.forwarddiff(inner, v) ** 2)
+
+    (g,) = ad.gradient(loss, x)
+    (want,) = ad.gradient(lambda v: np.sum(inner(v) ** 2), x)
+    np.testing.assert_allclose(g, want, rtol=1e-12)
+
+
+def test_forwarddiff_plain_call_and_bad_input():
+    assert ad.forwarddiff(lambda v: v * 2, 3.0) == 6.0
+    with pytest.raises(TypeError, match="real numbers or arrays"):
+        ad.gradient(lambda z: ad.forwarddiff(lambda t: abs(t), z), 1 + 1j)

@@ -20,6 +20,7 @@ from ._api import WithGradient, _pullback, code_adjoint, gradient, pullback, wit
 from ._buffer import Buffer
 from ._config import ADConfig
 from ._forward_api import jvp, pushforward
+from ._forwarddiff import forwarddiff
 from ._jacobian import WithJacobian, jacobian, withjacobian
 from ._params import Grads, Params
 from ._utilities import (
@@ -57,6 +58,7 @@ __all__ = [
     "WithGradient",
     "_pullback",
     "code_adjoint",
+    "forwarddiff",
     "gradient",
     "jvp",
     "pullback",
