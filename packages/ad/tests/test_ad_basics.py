@@ -294,3 +294,20 @@ def test_fast_paths_give_way_to_a_user_rule(tmp_path):
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize(
+    "shapes", [((3,), (3,)), ((2, 3), (3,)), ((3,), (2, 3)), ((2, 1), (1, 3)), ((), (2,))]
+)
+def test_array_arithmetic_fast_paths_match_finite_differences(check_grad, shapes):
+    rng = np.random.default_rng(0)
+    a, b = (rng.normal(size=s) for s in shapes)
+
+    def f(a, b):
+        s = a + b
+        d = a - b
+        p = a * b
+        q = a / (b * b + 1.0)
+        return np.sum(s * d + p**2 - q + (-a) ** 3)
+
+    check_grad(f, a, b)

@@ -22,7 +22,10 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from rulescore import NoTangent, rrule
+import numpy as np
+
+from rules._util import unbroadcast
+from rulescore import NoTangent, rrule, unthunk
 
 from ._config import ADConfig
 
@@ -38,12 +41,14 @@ _ADD = _SUB = _MUL = _DIV = _POW = _NEG = False
 
 
 class _Flags:
-    """The same flags as attributes, read by the arithmetic the reverse pass inlines."""
+    """The same flags as attributes, read by the arithmetic the reverse pass inlines;
+    ``arrays`` holds the operators whose rule on two float arrays is still the built-in one."""
 
-    __slots__ = ("add", "mul", "neg", "pow", "sub", "truediv")
+    __slots__ = ("add", "arrays", "mul", "neg", "pow", "sub", "truediv")
 
     def __init__(self) -> None:
         self.add = self.sub = self.mul = self.neg = self.truediv = self.pow = False
+        self.arrays: frozenset = frozenset()
 
 
 FLAGS = _Flags()
@@ -64,6 +69,12 @@ def _refresh() -> None:
     _NEG = _builtin_rule(operator.neg, (float,))
     FLAGS.add, FLAGS.sub, FLAGS.mul, FLAGS.neg = _ADD, _SUB, _MUL, _NEG
     FLAGS.truediv, FLAGS.pow = _DIV, _POW
+    arr = np.ndarray
+    FLAGS.arrays = frozenset(
+        [f for f in _BINARY if f is not operator.pow and _builtin_rule(f, (arr, arr))]
+        + ([operator.pow] if _builtin_rule(operator.pow, (arr, int)) else [])
+        + ([operator.neg] if _builtin_rule(operator.neg, (arr,)) else [])
+    )
     _SCALAR.clear()
 
 
@@ -168,6 +179,90 @@ RCALL: list[Callable] = []
 
 _BINARY = (operator.add, operator.sub, operator.mul, operator.truediv, operator.pow)
 
+# --- call sites whose adjoint reads tape entries --------------------------------------
+#
+# The reverse pass emits ``_ad_fasti_<op>`` where it also emits the inline adjoint
+# (see transform/reverse.py): these may return, instead of a pullback, the entry
+# that adjoint expects — None for add/sub/neg, (b, a) for mul, (a, b) for truediv,
+# (a,) for a ** n. They do so for two float arrays of one shape and dtype, where the
+# partials are exactly the scalar ones applied elementwise.
+_ndarray = np.ndarray
+
+
+def _same_float_arrays(a: Any, b: Any) -> bool:
+    return (
+        type(a) is _ndarray
+        and type(b) is _ndarray
+        and a.shape == b.shape
+        and a.dtype == b.dtype
+        and a.dtype.kind == "f"
+    )
+
+
+def _broadcast_float_arrays(a: Any, b: Any) -> bool:
+    return (
+        type(a) is _ndarray and type(b) is _ndarray and a.dtype == b.dtype and a.dtype.kind == "f"
+    )
+
+
+def _broadcast_pullback(a: Any, b: Any, sign: float) -> Any:
+    """The pullback of ``a ± b`` for float arrays that broadcast (a bias add)."""
+
+    def broadcast_add_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        return (_NO, unbroadcast(a, ȳ), unbroadcast(b, ȳ if sign > 0 else -ȳ))
+
+    return broadcast_add_pullback
+
+
+def fasti_add(a: Any, b: Any) -> Any:
+    if _broadcast_float_arrays(a, b) and operator.add in FLAGS.arrays:
+        y = a + b
+        if a.shape == b.shape:
+            return y, None
+        return y, _broadcast_pullback(a, b, 1.0)
+    return fast_add(a, b)
+
+
+def fasti_sub(a: Any, b: Any) -> Any:
+    if _broadcast_float_arrays(a, b) and operator.sub in FLAGS.arrays:
+        y = a - b
+        if a.shape == b.shape:
+            return y, None
+        return y, _broadcast_pullback(a, b, -1.0)
+    return fast_sub(a, b)
+
+
+def fasti_mul(a: Any, b: Any) -> Any:
+    if _same_float_arrays(a, b) and operator.mul in FLAGS.arrays:
+        return a * b, (b, a)
+    return fast_mul(a, b)
+
+
+def fasti_truediv(a: Any, b: Any) -> Any:
+    if _same_float_arrays(a, b) and operator.truediv in FLAGS.arrays:
+        return a / b, (a, b)
+    return fast_truediv(a, b)
+
+
+def fasti_pow(a: Any, n: Any) -> Any:
+    if (
+        type(a) is _ndarray
+        and a.dtype.kind == "f"
+        and type(n) is int
+        and n >= 1
+        and operator.pow in FLAGS.arrays
+    ):
+        return a**n, (a,)
+    return fast_pow(a, n)
+
+
+def fasti_neg(a: Any) -> Any:
+    if type(a) is _ndarray and a.dtype.kind == "f" and operator.neg in FLAGS.arrays:
+        return -a, None
+    return fast_neg(a)
+
+
 FAST_HELPERS: dict[str, Callable] = {
     "_ad_fast_add": fast_add,
     "_ad_fast_sub": fast_sub,
@@ -175,6 +270,12 @@ FAST_HELPERS: dict[str, Callable] = {
     "_ad_fast_truediv": fast_truediv,
     "_ad_fast_pow": fast_pow,
     "_ad_fast_neg": fast_neg,
+    "_ad_fasti_add": fasti_add,
+    "_ad_fasti_sub": fasti_sub,
+    "_ad_fasti_mul": fasti_mul,
+    "_ad_fasti_truediv": fasti_truediv,
+    "_ad_fasti_pow": fasti_pow,
+    "_ad_fasti_neg": fasti_neg,
     "_ad_F": FLAGS,
     "_ad_float": float,
     "_ad_tuple": tuple,

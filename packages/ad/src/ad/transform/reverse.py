@@ -299,12 +299,18 @@ class _Gen:
             rcall = ast.Call(func=_n("_ad_fast_" + value.func.id[7:]), args=value.args, keywords=[])
         else:
             rcall = ast.Call(func=_n("_ad_rcall"), args=[value.func, *value.args], keywords=[])
+        inline = _inline_op(value, target)
+        if inline is not None:
+            # The adjoint handles tape entries (partials), so the helper may return
+            # them instead of a pullback: it does for same-shape float arrays.
+            rcall = ast.Call(
+                func=_n("_ad_fasti_" + value.func.id[7:]), args=value.args, keywords=[]
+            )  # type: ignore[attr-defined]
         fwd: list[ast.stmt] = [
             _assign(
                 ast.Tuple(elts=[_store_copy(target), _n(pb, True)], ctx=ast.Store()), rcall, line
             )
         ]
-        inline = _inline_op(value, target)
         if inline is not None:
             # Python floats: compute in place and keep the partials, not a closure.
             cond, expr, partials = inline
