@@ -139,3 +139,29 @@ def test_keyword_argument_to_a_rule_raises_only_if_its_derivative_is_needed():
         ad.gradient(f, np.array([0.5, 2.0]), 1.0)
     (g,) = ad.gradient(lambda x: np.sum(np.clip(x, a_min=1.0, a_max=None)), np.array([0.5, 2.0]))
     np.testing.assert_allclose(g, [0.0, 1.0])
+
+
+def test_in_place_update_of_a_shared_array_is_a_clear_error():
+    def f(x):
+        v = x
+        v *= 0.5  # Python would scale the caller's array too
+        return np.sum(v)
+
+    with pytest.raises(ad.MutationError, match=r"(?s)updates 'v' in place.*v = v <op>"):
+        ad.gradient(f, np.ones(3))
+
+    def g(x):
+        x += 1.0  # an argument
+        return np.sum(x * x)
+
+    with pytest.raises(ad.MutationError, match="updates 'x' in place"):
+        ad.gradient(g, np.ones(3))
+
+    def fine(x, s):
+        v = x  # floats are immutable: nothing is shared
+        v *= s
+        acc = np.zeros(3)
+        acc += np.ones(3) * v  # a fresh array: out of place is the same program
+        return np.sum(acc)
+
+    assert ad.gradient(fine, 2.0, 3.0) == (9.0, 6.0)

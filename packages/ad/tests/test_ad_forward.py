@@ -526,22 +526,29 @@ def test_list_item_assignment_and_dict_writes():
     check_fd(f, (1.5,), (1.0,))
 
 
-def test_in_place_operators_match_reverse_mode_semantics():
+def test_in_place_update_of_a_shared_array_is_refused_in_both_modes():
     def f(x):
         y = x
-        x += 1.0  # rebinds x: y keeps the old array, as in reverse mode
-        lst = [x]
-        lst += [y]
-        return lst[0] * lst[1]
+        x += 1.0  # Python would update y (and the caller's array) too
+        return np.sum(x * y)
 
     x = np.array([1.0, 2.0])
-    ẋ = np.array([1.0, -1.0])
-    y, ẏ = ad.jvp(f, (x,), (ẋ,))
-    np.testing.assert_allclose(y, [2.0, 6.0])
-    np.testing.assert_allclose(ẏ, (2 * x + 1) * ẋ)
-    np.testing.assert_array_equal(x, [1.0, 2.0])  # the argument was not mutated
-    np.testing.assert_allclose(ad.pullback(f, x)[0], y)
-    check_reverse(f, (x,), (ẋ,))
+    with pytest.raises(ad.MutationError, match="updates 'x' in place"):
+        ad.jvp(f, (x,), (np.ones(2),))
+    with pytest.raises(ad.MutationError, match="updates 'x' in place"):
+        ad.pullback(f, x)
+    np.testing.assert_array_equal(x, [1.0, 2.0])  # refused before anything changed
+
+    def g(x):
+        acc = x * 1.0  # a fresh array: updating it in place changes nothing else
+        acc += 1.0
+        lst = [acc]
+        lst += [x]
+        return lst[0] * lst[1]
+
+    y, ẏ = ad.jvp(g, (x,), (np.array([1.0, -1.0]),))
+    np.testing.assert_allclose(ẏ, (2 * x + 1) * np.array([1.0, -1.0]))
+    np.testing.assert_allclose(ad.pullback(g, x)[0], y)
 
 
 def test_zero_tangents_run_the_plain_function():

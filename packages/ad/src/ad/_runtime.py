@@ -152,6 +152,19 @@ def fn_tangent(names: tuple, cts: tuple) -> Any:
     return Tangent[types.FunctionType]._from_backing(fields)
 
 
+def shared_update(x: Any, y: Any, name: str, site: str) -> None:
+    """Refuse ``x op= y`` in place on an array (or a list, with a differentiable
+    value) that other names may share: the AD would not see the change."""
+    if type(x) is _ndarray or (type(x) is list and _carries_derivative(y)):
+        raise MutationError(
+            f"{site}: the augmented assignment updates {name!r} in place, and {name!r} may be "
+            "shared (it is an argument, or bound by a plain copy): in Python every name bound "
+            "to that object sees the change, which the AD cannot follow.\n"
+            f"To fix: write {name} = {name} <op> ... (a new object), or copy first "
+            f"({name} = {name}.copy())."
+        )
+
+
 def argument_write(value: Any, container: str, site: str) -> None:
     """Refuse writing a number or array into an argument the function does not return."""
     if _carries_derivative(value):

@@ -32,6 +32,7 @@ from ._nodes import name as _n
 from ._nodes import tuple_ as _tuple
 from .activity import loaded_names, param_names, value_is_active
 from .compiled import Compiled, signature_of
+from .reverse import copied_names, returned_names, shared_object_guards
 
 __all__ = ["build_forward", "generate_forward", "t"]
 
@@ -56,6 +57,10 @@ class _Gen:
         self.fname = fname
         self.plain = plain
         self.counter = 0
+        # Set by generate_forward: the same guards on shared objects as reverse mode.
+        self.params: frozenset[str] = frozenset()
+        self.mutable_params: frozenset[str] = frozenset()
+        self.aliased: frozenset[str] = frozenset()
 
     def fresh(self) -> str:
         self.counter += 1
@@ -175,7 +180,10 @@ class _Gen:
             return [s, _assign(t(names[0]), tangent, line)]
         if not isinstance(value, ast.Call):
             raise self.error(s, f"cannot differentiate through {ast.unparse(value)!r}")
-        return self.call(target, names, value, line)
+        guards = shared_object_guards(
+            value, self.active, self.params, self.mutable_params, self.aliased, self.filename, line
+        )
+        return [*guards, *self.call(target, names, value, line)]
 
     def call(self, target: ast.expr, names: list[str], value: ast.Call, line: int) -> list:
         func = value.func
@@ -239,6 +247,9 @@ def generate_forward(
     gen = _Gen(active, filename, fn.name, plain)
     line = fn.lineno
     params = param_names(fn)
+    gen.params = frozenset(params)
+    gen.mutable_params = returned_names(fn)
+    gen.aliased = copied_names(fn)
     prologue: list[ast.stmt] = []
     if params:
         store = _tuple([_n(t(p), True) for p in params], store=True)

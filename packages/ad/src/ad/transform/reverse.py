@@ -64,6 +64,7 @@ class _Gen:
     rebound: frozenset[str] = frozenset()  # names bound more than once (or in a loop)
     params: frozenset[str] = frozenset()
     mutable_params: frozenset[str] = frozenset()  # parameters the function may mutate
+    aliased: frozenset[str] = frozenset()  # names on either side of a plain copy a = b
     counter: int = 0
     stacks: list[str] = field(default_factory=list)
     adjoints: set[str] = field(default_factory=set)
@@ -188,33 +189,9 @@ class _Gen:
         tnames = _names_in_target(target)
         if not value_is_active(value, self.active, self.plain_funcs):
             return [plain(s)], self.reset(tnames, line)
-        guard: list[ast.stmt] = []
-        if (
-            isinstance(value, ast.Call)
-            and isinstance(value.func, ast.Name)
-            and value.func.id in _MUTATORS
-            and value.args
-            and isinstance(value.args[0], ast.Name)
-            and value.args[0].id in self.params
-            and value.args[0].id not in self.mutable_params
-            and isinstance(value.args[-1], ast.Name)
-            and value.args[-1].id in self.active
-        ):
-            # A write into an argument the function does not return: the caller
-            # would not see it in the backward pass. Refused at run time when
-            # the value written is a number or array (it may carry a derivative).
-            guard = [
-                ast.Expr(
-                    value=_call(
-                        "_ad_argument_write",
-                        value.args[-1],
-                        ast.Constant(value.args[0].id),
-                        ast.Constant(f"{self.filename}:{line}"),
-                    ),
-                    lineno=line,
-                    col_offset=0,
-                )
-            ]
+        guard = shared_object_guards(
+            value, self.active, self.params, self.mutable_params, self.aliased, self.filename, line
+        )
         if tnames and tnames[0].startswith("_ad_nl"):
             container = (
                 value.args[0].id
@@ -595,6 +572,61 @@ class _Gen:
 _MUTATORS = frozenset(["_ad_setitem", "_ad_setattr", "_ad_append"])
 
 
+def shared_object_guards(
+    value: ast.expr,
+    active: set[str],
+    params: frozenset[str],
+    mutable_params: frozenset[str],
+    aliased: frozenset[str],
+    filename: str,
+    line: int,
+) -> list[ast.stmt]:
+    """Run-time checks before a write into an object that others may share.
+
+    * ``x op= y`` updates an array in place in Python, so every name bound to
+      it sees the change, while the AD computes ``x op y`` out of place. Where
+      ``x`` may be shared (an argument, or bound by a plain copy) that would
+      silently change the program: ``_ad_shared_update`` refuses arrays.
+    * ``arg[k] = v`` (or ``.append``, attribute writes) into an argument the
+      function does not return: the caller would not see the change in the
+      backward pass; ``_ad_argument_write`` refuses a value that may carry a
+      derivative.
+    """
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.args):
+        return []
+    fn, first, last = value.func.id, value.args[0], value.args[-1]
+    if not isinstance(first, ast.Name):
+        return []
+    site = ast.Constant(f"{filename}:{line}")
+    if fn.startswith("_ad_iop_") and (first.id in params or first.id in aliased):
+        check = _call("_ad_shared_update", first, value.args[1], ast.Constant(first.id), site)
+    elif (
+        fn in _MUTATORS
+        and first.id in params
+        and first.id not in mutable_params
+        and isinstance(last, ast.Name)
+        and last.id in active
+    ):
+        check = _call("_ad_argument_write", last, ast.Constant(first.id), site)
+    else:
+        return []
+    return [ast.Expr(value=check, lineno=line, col_offset=0)]
+
+
+def copied_names(fn: ast.FunctionDef) -> frozenset[str]:
+    """Names on either side of a plain copy ``a = b``: they may share one object."""
+    out = set()
+    for node in ast.walk(fn):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Name)
+        ):
+            out.add(node.targets[0].id)
+            out.add(node.value.id)
+    return frozenset(out)
+
+
 def returned_names(fn: ast.FunctionDef) -> frozenset[str]:
     """Names the function returns: a parameter it mutates and returns is fine,
     the caller rebinds it (``buf = fill(buf, v)``)."""
@@ -848,6 +880,7 @@ def generate(
         rebound=rebound_names(fn),
         params=frozenset(param_names(fn)),
         mutable_params=mutable_params | returned_names(fn),
+        aliased=copied_names(fn),
     )
     fwd_body, bwd_body = gen.block(fn.body, 0, True)
     bwd_body, _ = simplify_adjoint(bwd_body, {d(a) for a in gen.adjoints | set(param_names(fn))})
