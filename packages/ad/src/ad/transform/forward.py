@@ -32,7 +32,7 @@ from ._nodes import name as _n
 from ._nodes import tuple_ as _tuple
 from .activity import loaded_names, param_names, value_is_active
 from .compiled import Compiled, signature_of
-from .reverse import copied_names, returned_names, shared_object_guards
+from .guards import copied_names, returned_names, shared_object_guards
 
 __all__ = ["build_forward", "generate_forward", "t"]
 

@@ -26,6 +26,9 @@ from ._nodes import assign as _assign
 from ._nodes import call as _call
 from ._nodes import name as _n
 from .activity import loaded_names, param_names, value_is_active
+from .guards import copied_names, rebound_names, returned_names, shared_object_guards
+from .inline import inline_adjoint, inline_op
+from .simplify import simplify_adjoint
 
 __all__ = ["generate"]
 
@@ -276,7 +279,7 @@ class _Gen:
             rcall = ast.Call(func=_n("_ad_fast_" + value.func.id[7:]), args=value.args, keywords=[])
         else:
             rcall = ast.Call(func=_n("_ad_rcall"), args=[value.func, *value.args], keywords=[])
-        inline = _inline_op(value, target)
+        inline = inline_op(value, target)
         if inline is not None:
             # The adjoint handles tape entries (partials), so the helper may return
             # them instead of a pullback: it does for same-shape float arrays.
@@ -336,7 +339,7 @@ class _Gen:
             *self.reset(tnames, line),
         ]
         if inline is not None:
-            inner[1] = _inline_adjoint(value.func.id[7:], seed, used, inner[1], value.args, line)  # type: ignore[union-attr]
+            inner[1] = inline_adjoint(value.func.id[7:], seed, used, inner[1], value.args, line)  # type: ignore[union-attr]
         for idx, name in inputs:
             inner.append(self.accumulate(name, _n(f"_ad_g{idx}"), line))
         for kname, name in kw_inputs:
@@ -567,299 +570,6 @@ class _Gen:
         ]
         bwd = [*ob, *pop, *self.loop_adjoint(count, bb, depth, line)]
         return fwd, bwd
-
-
-_MUTATORS = frozenset(["_ad_setitem", "_ad_setattr", "_ad_append"])
-
-
-def shared_object_guards(
-    value: ast.expr,
-    active: set[str],
-    params: frozenset[str],
-    mutable_params: frozenset[str],
-    aliased: frozenset[str],
-    filename: str,
-    line: int,
-) -> list[ast.stmt]:
-    """Run-time checks before a write into an object that others may share.
-
-    * ``x op= y`` updates an array in place in Python, so every name bound to
-      it sees the change, while the AD computes ``x op y`` out of place. Where
-      ``x`` may be shared (an argument, or bound by a plain copy) that would
-      silently change the program: ``_ad_shared_update`` refuses arrays.
-    * ``arg[k] = v`` (or ``.append``, attribute writes) into an argument the
-      function does not return: the caller would not see the change in the
-      backward pass; ``_ad_argument_write`` refuses a value that may carry a
-      derivative.
-    """
-    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.args):
-        return []
-    fn, first, last = value.func.id, value.args[0], value.args[-1]
-    if not isinstance(first, ast.Name):
-        return []
-    site = ast.Constant(f"{filename}:{line}")
-    if fn.startswith("_ad_iop_") and (first.id in params or first.id in aliased):
-        check = _call("_ad_shared_update", first, value.args[1], ast.Constant(first.id), site)
-    elif (
-        fn in _MUTATORS
-        and first.id in params
-        and first.id not in mutable_params
-        and isinstance(last, ast.Name)
-        and last.id in active
-    ):
-        check = _call("_ad_argument_write", last, ast.Constant(first.id), site)
-    else:
-        return []
-    return [ast.Expr(value=check, lineno=line, col_offset=0)]
-
-
-def copied_names(fn: ast.FunctionDef) -> frozenset[str]:
-    """Names on either side of a plain copy ``a = b``: they may share one object."""
-    out = set()
-    for node in ast.walk(fn):
-        if (
-            isinstance(node, ast.Assign)
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Name)
-        ):
-            out.add(node.targets[0].id)
-            out.add(node.value.id)
-    return frozenset(out)
-
-
-def returned_names(fn: ast.FunctionDef) -> frozenset[str]:
-    """Names the function returns: a parameter it mutates and returns is fine,
-    the caller rebinds it (``buf = fill(buf, v)``)."""
-    out = set()
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
-            out.add(node.value.id)
-        elif (
-            isinstance(node, ast.Assign)
-            and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id == "_ad_retv"
-            and isinstance(node.value, ast.Name)
-        ):
-            out.add(node.value.id)
-    return frozenset(out)
-
-
-def rebound_names(fn: ast.FunctionDef) -> frozenset[str]:
-    """Names bound more than once in ``fn``'s own scope, counting a binding
-    inside a loop (or as a loop target) as several."""
-    counts: dict[str, int] = {}
-
-    def visit(stmts: list[ast.stmt], weight: int) -> None:
-        for st in stmts:
-            if isinstance(st, (ast.For, ast.While)):
-                if isinstance(st, ast.For):
-                    for n in ast.walk(st.target):
-                        if isinstance(n, ast.Name):
-                            counts[n.id] = counts.get(n.id, 0) + 2
-                visit(st.body, 2)
-                visit(st.orelse, weight)
-            elif isinstance(st, ast.If):
-                visit(st.body, weight)
-                visit(st.orelse, weight)
-            elif isinstance(st, ast.FunctionDef):
-                counts[st.name] = counts.get(st.name, 0) + weight
-            else:
-                for n in ast.walk(st):
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                        counts[n.id] = counts.get(n.id, 0) + weight
-
-    visit(fn.body, 1)
-    return frozenset(n for n, c in counts.items() if c > 1)
-
-
-_INLINE_OPS = {"add": ast.Add, "sub": ast.Sub, "mul": ast.Mult, "truediv": ast.Div, "pow": ast.Pow}
-
-
-def _float_operand(a: ast.expr) -> ast.expr | None:
-    """The test that operand ``a`` is a Python float (None: statically a number)."""
-    if isinstance(a, ast.Constant):
-        return None
-    return ast.Compare(left=_call("type", a), ops=[ast.Is()], comparators=[_n("_ad_float")])
-
-
-def _inline_op(value: ast.Call, target: ast.expr) -> tuple | None:
-    """(condition, value, tape entry) for arithmetic to inline on Python floats, or None.
-
-    The tape entry holds what the adjoint needs: None for add, sub and neg;
-    ``(b, a)`` for mul; ``(a, b)`` for truediv; ``(a,)`` for ``a ** n`` with a
-    constant integer ``n >= 1``.
-    """
-    func = value.func
-    if not (isinstance(func, ast.Name) and func.id.startswith("_ad_op_")) or value.keywords:
-        return None
-    op = func.id[7:]
-    if not isinstance(target, ast.Name) or not (op in _INLINE_OPS or op == "neg"):
-        return None
-    args = value.args
-    if any(isinstance(a, ast.Constant) and type(a.value) not in (int, float) for a in args):
-        return None
-    if all(isinstance(a, ast.Constant) for a in args):
-        return None
-    if op == "pow" and not (
-        isinstance(args[1], ast.Constant) and type(args[1].value) is int and args[1].value >= 1
-    ):
-        return None
-    distinct = list({ast.dump(a): a for a in args}.values())  # x * x tests x once
-    tests = [t for t in (_float_operand(a) for a in distinct) if t is not None]
-    flag = ast.Attribute(value=_n("_ad_F"), attr=op, ctx=ast.Load())
-    cond = ast.BoolOp(op=ast.And(), values=[flag, *tests])
-    if op == "neg":
-        return cond, ast.UnaryOp(op=ast.USub(), operand=args[0]), ast.Constant(None)
-    expr = ast.BinOp(left=args[0], op=_INLINE_OPS[op](), right=args[1])
-    tape: ast.expr = ast.Constant(None)
-    if op == "mul":
-        tape = ast.Tuple(elts=[args[1], args[0]], ctx=ast.Load())
-    elif op == "truediv":
-        tape = ast.Tuple(elts=[args[0], args[1]], ctx=ast.Load())
-    elif op == "pow":
-        tape = ast.Tuple(elts=[args[0]], ctx=ast.Load())
-    return cond, expr, tape
-
-
-def _tape(i: int) -> ast.expr:
-    return ast.Subscript(value=_n("_ad_p"), slice=ast.Constant(i), ctx=ast.Load())
-
-
-def _inline_gradient(op: str, i: int, seed: ast.expr, args: list[ast.expr]) -> ast.expr:
-    """The cotangent of operand ``i`` (1-based) of an inlined op, from the tape."""
-    if op == "add":
-        return seed
-    if op == "sub":
-        return seed if i == 1 else ast.UnaryOp(op=ast.USub(), operand=seed)
-    if op == "neg":
-        return ast.UnaryOp(op=ast.USub(), operand=seed)
-    if op == "mul":
-        return ast.BinOp(left=seed, op=ast.Mult(), right=_tape(i - 1))
-    if op == "truediv":
-        # ∂a = ȳ / b,  ∂b = -ȳ a / b²
-        quotient = ast.BinOp(left=seed, op=ast.Div(), right=_tape(1))
-        if i == 1:
-            return quotient
-        ratio = ast.BinOp(left=_tape(0), op=ast.Div(), right=_tape(1))
-        return ast.UnaryOp(
-            op=ast.USub(), operand=ast.BinOp(left=quotient, op=ast.Mult(), right=ratio)
-        )
-    # pow, constant integer n: ∂a = ȳ n a**(n-1); the exponent gets no cotangent
-    n = args[1].value  # type: ignore[attr-defined]
-    if i == 2:
-        return _n("_ad_NoTangent")
-    power = (
-        _tape(0) if n == 2 else ast.BinOp(left=_tape(0), op=ast.Pow(), right=ast.Constant(n - 1))
-    )
-    scaled = (
-        ast.BinOp(left=ast.Constant(n), op=ast.Mult(), right=power) if n != 1 else ast.Constant(1)
-    )
-    return ast.BinOp(left=seed, op=ast.Mult(), right=scaled)
-
-
-def _inline_adjoint(
-    op: str, seed: ast.expr, used: set[int], call_stmt: ast.stmt, args: list[ast.expr], line: int
-) -> ast.stmt:
-    """The adjoint of an inlinable op: partials from the tape, else the pullback."""
-    body = [_assign(f"_ad_g{i}", _inline_gradient(op, i, seed, args), line) for i in sorted(used)]
-    if op in ("add", "sub", "neg"):
-        test: ast.expr = ast.Compare(
-            left=_n("_ad_p"), ops=[ast.Is()], comparators=[ast.Constant(None)]
-        )
-    else:
-        test = ast.Compare(
-            left=_call("type", _n("_ad_p")), ops=[ast.Is()], comparators=[_n("_ad_tuple")]
-        )
-    return ast.If(
-        test=test, body=body or [ast.Pass()], orelse=[call_stmt], lineno=line, col_offset=0
-    )
-
-
-def _assigned(stmts: list[ast.stmt]) -> set[str]:
-    out: set[str] = set()
-    for st in stmts:
-        if isinstance(st, ast.Assign):  # the common case: read the targets only
-            for t in st.targets:
-                if isinstance(t, ast.Name):
-                    out.add(t.id)
-                else:
-                    out.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
-            continue
-        for node in ast.walk(st):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                out.add(node.id)
-    return out
-
-
-def _is_accumulate(st: ast.stmt) -> bool:
-    """``X = V if X is _ad_Z else _ad_acc(X, V)``, as ``_Gen.accumulate`` writes it."""
-    if not (isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name)):
-        return False
-    v = st.value
-    return (
-        isinstance(v, ast.IfExp)
-        and isinstance(v.test, ast.Compare)
-        and isinstance(v.test.left, ast.Name)
-        and v.test.left.id == st.targets[0].id
-        and isinstance(v.test.ops[0], ast.Is)
-    )
-
-
-def simplify_adjoint(stmts: list[ast.stmt], zero: set[str]) -> tuple[list[ast.stmt], set[str]]:
-    """Drop zero tests that are statically known: the first accumulation into an
-    adjoint after it was set to zero becomes a plain assignment.
-
-    ``zero`` holds the adjoint variables known to be ``_ad_Z`` on entry; the
-    result is the rewritten block and the set known on exit.
-    """
-    zero = set(zero)
-    out: list[ast.stmt] = []
-    for st in stmts:
-        if isinstance(st, ast.Assign):
-            targets = st.targets
-            if isinstance(st.value, ast.Name) and st.value.id == Z:
-                out.append(st)
-                zero |= {t.id for t in targets if isinstance(t, ast.Name)}
-                continue
-            if _is_accumulate(st) and st.targets[0].id in zero:  # type: ignore[attr-defined]
-                name = st.targets[0].id  # type: ignore[attr-defined]
-                out.append(
-                    ast.Assign(
-                        targets=st.targets, value=st.value.body, lineno=st.lineno, col_offset=0
-                    )
-                )  # type: ignore[attr-defined]
-                zero.discard(name)
-                continue
-            out.append(st)
-            zero -= _assigned([st])
-        elif isinstance(st, ast.If):
-            body, z1 = simplify_adjoint(st.body, zero)
-            orelse, z2 = simplify_adjoint(st.orelse, zero)
-            out.append(
-                ast.If(test=st.test, body=body, orelse=orelse, lineno=st.lineno, col_offset=0)
-            )
-            zero = z1 & (z2 if st.orelse else zero)
-        elif isinstance(st, (ast.For, ast.While)):
-            inside = zero - _assigned(st.body)
-            body, _ = simplify_adjoint(st.body, inside)
-            new = (
-                ast.For(
-                    target=st.target,
-                    iter=st.iter,
-                    body=body,
-                    orelse=[],
-                    lineno=st.lineno,
-                    col_offset=0,
-                )
-                if isinstance(st, ast.For)
-                else ast.While(test=st.test, body=body, orelse=[], lineno=st.lineno, col_offset=0)
-            )
-            out.append(new)
-            zero = inside
-        else:
-            out.append(st)
-            zero -= _assigned([st])
-    return out, zero
 
 
 def generate(

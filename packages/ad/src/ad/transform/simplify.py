@@ -1,0 +1,100 @@
+"""A peephole pass over the generated adjoint: statically known zeros.
+
+The first accumulation into an adjoint after it was set to zero needs no
+zero test: ``X = V if X is _ad_Z else _ad_acc(X, V)`` becomes ``X = V``.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ._nodes import Z
+
+__all__ = ["simplify_adjoint"]
+
+
+def _assigned(stmts: list[ast.stmt]) -> set[str]:
+    out: set[str] = set()
+    for st in stmts:
+        if isinstance(st, ast.Assign):  # the common case: read the targets only
+            for t in st.targets:
+                if isinstance(t, ast.Name):
+                    out.add(t.id)
+                else:
+                    out.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+            continue
+        for node in ast.walk(st):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                out.add(node.id)
+    return out
+
+
+def _is_accumulate(st: ast.stmt) -> bool:
+    """``X = V if X is _ad_Z else _ad_acc(X, V)``, as ``_Gen.accumulate`` writes it."""
+    if not (isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name)):
+        return False
+    v = st.value
+    return (
+        isinstance(v, ast.IfExp)
+        and isinstance(v.test, ast.Compare)
+        and isinstance(v.test.left, ast.Name)
+        and v.test.left.id == st.targets[0].id
+        and isinstance(v.test.ops[0], ast.Is)
+    )
+
+
+def simplify_adjoint(stmts: list[ast.stmt], zero: set[str]) -> tuple[list[ast.stmt], set[str]]:
+    """Drop zero tests that are statically known: the first accumulation into an
+    adjoint after it was set to zero becomes a plain assignment.
+
+    ``zero`` holds the adjoint variables known to be ``_ad_Z`` on entry; the
+    result is the rewritten block and the set known on exit.
+    """
+    zero = set(zero)
+    out: list[ast.stmt] = []
+    for st in stmts:
+        if isinstance(st, ast.Assign):
+            targets = st.targets
+            if isinstance(st.value, ast.Name) and st.value.id == Z:
+                out.append(st)
+                zero |= {t.id for t in targets if isinstance(t, ast.Name)}
+                continue
+            if _is_accumulate(st) and st.targets[0].id in zero:  # type: ignore[attr-defined]
+                name = st.targets[0].id  # type: ignore[attr-defined]
+                out.append(
+                    ast.Assign(
+                        targets=st.targets, value=st.value.body, lineno=st.lineno, col_offset=0
+                    )
+                )  # type: ignore[attr-defined]
+                zero.discard(name)
+                continue
+            out.append(st)
+            zero -= _assigned([st])
+        elif isinstance(st, ast.If):
+            body, z1 = simplify_adjoint(st.body, zero)
+            orelse, z2 = simplify_adjoint(st.orelse, zero)
+            out.append(
+                ast.If(test=st.test, body=body, orelse=orelse, lineno=st.lineno, col_offset=0)
+            )
+            zero = z1 & (z2 if st.orelse else zero)
+        elif isinstance(st, (ast.For, ast.While)):
+            inside = zero - _assigned(st.body)
+            body, _ = simplify_adjoint(st.body, inside)
+            new = (
+                ast.For(
+                    target=st.target,
+                    iter=st.iter,
+                    body=body,
+                    orelse=[],
+                    lineno=st.lineno,
+                    col_offset=0,
+                )
+                if isinstance(st, ast.For)
+                else ast.While(test=st.test, body=body, orelse=[], lineno=st.lineno, col_offset=0)
+            )
+            out.append(new)
+            zero = inside
+        else:
+            out.append(st)
+            zero -= _assigned([st])
+    return out, zero
