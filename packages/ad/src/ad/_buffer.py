@@ -23,7 +23,7 @@ from rules._util import unbroadcast
 from rulescore import AbstractZero, NoTangent, ZeroTangent, frule, rrule, unthunk
 
 from ._config import ADConfig
-from ._helpers import setitem
+from ._rules_objects import setitem
 from .errors import CotangentShapeError, MutationError
 
 __all__ = ["Buffer", "BufferTangent"]

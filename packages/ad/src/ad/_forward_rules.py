@@ -19,7 +19,7 @@ from typing import Any
 
 from rulescore import NoTangent, Tangent, ZeroTangent, frule, unthunk
 
-from . import _forward, _helpers
+from . import _forward, _helpers, _rules_objects
 from ._config import ADConfig
 from ._forward import call_with, entries, fcall, is_zero, mapping_entry, split, tan_list, tan_tuple
 from ._runtime import call_site
@@ -187,7 +187,7 @@ def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, obj: Any, name: str) -> Any:
         if is_zero(ȯ):
             return value, _Z
         return value, getattr(ȯ, name) if isinstance(ȯ, numbers.Number) else _Z
-    prop = _helpers._find_property(type(obj), name)
+    prop = _rules_objects.find_property(type(obj), name)
     if prop is not None and prop.fget is not None:
         return fcall(prop.fget, (_Z, ȯ), obj)
     if is_zero(ȯ):

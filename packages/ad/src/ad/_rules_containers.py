@@ -1,0 +1,253 @@
+"""ad's rules for the helpers the ANF pass emits for containers and calls:
+tuple/list/dict displays, concatenation, ``f(*args, **kw)``, unpacking,
+loops over an iterable, and building a ``functools.partial``.
+
+Each helper is an ordinary function (inactive code just runs it) with an
+``rrule`` registered under ad's own ``ADConfig``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unthunk
+
+from . import _runtime
+from ._config import ADConfig
+from ._cotangents import entries, from_list_ct, np_module
+
+_Z = ZeroTangent()
+_NO = NoTangent()
+
+__all__ = [
+    "aslist",
+    "apply",
+    "concat_list",
+    "concat_tuple",
+    "merge_kw",
+    "mk_dict",
+    "mk_list",
+    "mk_tuple",
+    "unpack",
+    "unpack_star",
+]
+
+
+def mk_tuple(*xs: Any) -> tuple:
+    return xs
+
+
+def mk_list(*xs: Any) -> list:
+    return list(xs)
+
+
+def mk_dict(keys: tuple, *values: Any) -> dict:
+    return dict(zip(keys, values))
+
+
+@rrule.register(mk_tuple, config=ADConfig)
+def _(config: Any, *xs: Any) -> Any:
+    n = len(xs)
+
+    def tuple_pullback(ȳ: Any) -> tuple:
+        return (_NO, *entries(ȳ, n, "a tuple"))
+
+    return xs, tuple_pullback
+
+
+@rrule.register(mk_list, config=ADConfig)
+def _(config: Any, *xs: Any) -> Any:
+    n = len(xs)
+
+    def list_pullback(ȳ: Any) -> tuple:
+        return (_NO, *entries(ȳ, n, "a list"))
+
+    return list(xs), list_pullback
+
+
+@rrule.register(mk_dict, config=ADConfig)
+def _(config: Any, keys: tuple, *values: Any) -> Any:
+    def dict_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        if isinstance(ȳ, AbstractZero):
+            return (_NO, _NO, *(_Z for _ in keys))
+        b = ȳ._backing if isinstance(ȳ, Tangent) else ȳ
+        return (_NO, _NO, *(b.get(k, _Z) for k in keys))
+
+    return dict(zip(keys, values)), dict_pullback
+
+
+def concat_tuple(*parts: Any) -> tuple:
+    return tuple(x for p in parts for x in p)
+
+
+def concat_list(*parts: Any) -> list:
+    return [x for p in parts for x in p]
+
+
+def _concat_rule(kind: Callable) -> Callable:
+    def rule(config: Any, *parts: Any) -> Any:
+        lens = [len(p) for p in parts]
+        y = kind(x for p in parts for x in p)
+
+        def concat_pullback(ȳ: Any) -> tuple:
+            cts = entries(ȳ, sum(lens), "a concatenation")
+            out, i = [], 0
+            for p, n in zip(parts, lens):
+                out.append(from_list_ct(p, list(cts[i : i + n])))
+                i += n
+            return (_NO, *out)
+
+        return y, concat_pullback
+
+    return rule
+
+
+rrule.register(concat_tuple, config=ADConfig)(_concat_rule(tuple))
+rrule.register(concat_list, config=ADConfig)(_concat_rule(list))
+
+
+def apply(f: Any, args: tuple, kwargs: dict) -> Any:
+    return f(*args, **kwargs)
+
+
+@rrule.register(apply, config=ADConfig)
+def _(config: Any, f: Any, args: tuple, kwargs: dict) -> Any:
+    y, pb = _runtime.rcall_kw(f, tuple(args), dict(kwargs))
+    n = len(args)
+
+    def apply_pullback(ȳ: Any) -> tuple:
+        cts = pb(ȳ)
+        kw = cts[n + 1]
+        kw = {k: v for k, v in kw.items() if not isinstance(v, AbstractZero)} if kw else {}
+        return (_NO, cts[0], tuple(cts[1 : n + 1]), kw or _Z)
+
+    return y, apply_pullback
+
+
+def merge_kw(*dicts: dict) -> dict:
+    out: dict = {}
+    for d in dicts:
+        for k, v in d.items():
+            if k in out:
+                raise TypeError(f"got multiple values for keyword argument {k!r}")
+            out[k] = v
+    return out
+
+
+@rrule.register(merge_kw, config=ADConfig)
+def _(config: Any, *dicts: dict) -> Any:
+    y = merge_kw(*dicts)
+
+    def merge_kw_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        if isinstance(ȳ, AbstractZero):
+            return (_NO, *(_Z for _ in dicts))
+        b = ȳ._backing if isinstance(ȳ, Tangent) else ȳ
+        parts = []
+        for d in dicts:
+            part = {k: b[k] for k in d if k in b and not isinstance(b[k], AbstractZero)}
+            parts.append(part or _Z)
+        return (_NO, *parts)
+
+    return y, merge_kw_pullback
+
+
+def unpack(t: Any, n: int) -> tuple:
+    items = tuple(t)
+    if len(items) != n:
+        raise ValueError(
+            f"{'too many' if len(items) > n else 'not enough'} values to unpack "
+            f"(expected {n}, got {len(items)})"
+        )
+    return items
+
+
+@rrule.register(unpack, config=ADConfig)
+def _(config: Any, t: Any, n: int) -> Any:
+    items = unpack(t, n)
+
+    def unpack_pullback(ȳ: Any) -> tuple:
+        return (_NO, from_list_ct(t, list(entries(ȳ, n, "an unpacking"))), _NO)
+
+    return items, unpack_pullback
+
+
+def unpack_star(t: Any, before: int, after: int) -> tuple:
+    items = list(t)
+    if len(items) < before + after:
+        raise ValueError(
+            f"not enough values to unpack (expected at least {before + after}, got {len(items)})"
+        )
+    return (*items[:before], items[before : len(items) - after], *items[len(items) - after :])
+
+
+@rrule.register(unpack_star, config=ADConfig)
+def _(config: Any, t: Any, before: int, after: int) -> Any:
+    y = unpack_star(t, before, after)
+    n_mid = len(y[before])
+
+    def unpack_star_pullback(ȳ: Any) -> tuple:
+        cts = entries(ȳ, before + 1 + after, "an unpacking")
+        mid = cts[before]
+        mid = [_Z] * n_mid if isinstance(unthunk(mid), AbstractZero) else list(unthunk(mid))
+        flat = [*cts[:before], *mid, *cts[before + 1 :]]
+        return (_NO, from_list_ct(t, flat), _NO, _NO)
+
+    return y, unpack_star_pullback
+
+
+def aslist(it: Any) -> list:
+    return list(it)
+
+
+@rrule.register(aslist, config=ADConfig)
+def _(config: Any, it: Any) -> Any:
+    np = np_module()
+    if not isinstance(it, (list, tuple, range, dict)) and not (
+        np is not None and isinstance(it, np.ndarray)
+    ):
+        raise TypeError(
+            f"cannot differentiate a loop over a {type(it).__name__} (at {_runtime.call_site()}): "
+            "its elements cannot send their derivatives back.\n"
+            "To fix: loop over a list, tuple, numpy array, range, zip/enumerate of those, or dict items."
+        )
+    y = list(it)
+
+    def aslist_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        if isinstance(ȳ, AbstractZero):
+            return (_NO, _Z)
+        return (_NO, from_list_ct(it, list(ȳ)))
+
+    return y, aslist_pullback
+
+
+def _partial_rule(config: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
+    """Building a partial: its tangent has fields func, args (a tuple) and keywords.
+
+    Called with keywords, the pullback appends their cotangents (see
+    ``keyword_cotangents``), which ordinary rules cannot give.
+    """
+    p = functools.partial(func, *args, **kwargs)
+    n = len(args)
+
+    def partial_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        b = ȳ._backing if isinstance(ȳ, Tangent) else {}
+        bound = b.get("args", _Z)
+        bound = (_Z,) * n if isinstance(bound, AbstractZero) else tuple(bound)
+        kw_cts = b.get("keywords", {})
+        kw_cts = {} if isinstance(kw_cts, AbstractZero) else kw_cts
+        out = (_NO, b.get("func", _Z), *bound)
+        if kwargs:
+            return (*out, {k: kw_cts.get(k, _Z) for k in kwargs})
+        return out
+
+    return p, partial_pullback
+
+
+_partial_rule.keyword_cotangents = True  # type: ignore[attr-defined]
+rrule.register(functools.partial, config=ADConfig)(_partial_rule)
