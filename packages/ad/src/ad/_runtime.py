@@ -30,11 +30,25 @@ from rulescore import (
 from rulescore._thunks import AbstractThunk
 
 from . import _fast as _fast_module
+from ._accumulate import acc, field_ct, fn_tangent, kw_ct, tuple_ct
 from ._config import ADConfig
 from ._fast import scalar_partials as _scalar_partials
-from .errors import CotangentShapeError, MutationError, NoRuleError
+from ._runtime_checks import argument_write, shared_update, unpack_error
+from .errors import CotangentShapeError, NoRuleError
 
-__all__ = ["CONFIG", "acc", "rcall", "rcall_kw"]
+__all__ = [
+    "CONFIG",
+    "acc",
+    "argument_write",
+    "field_ct",
+    "fn_tangent",
+    "kw_ct",
+    "rcall",
+    "rcall_kw",
+    "shared_update",
+    "tuple_ct",
+    "unpack_error",
+]
 
 CONFIG = ADConfig()
 _Z = ZeroTangent()
@@ -55,159 +69,6 @@ try:
     _ndarray: Any = _numpy.ndarray
 except ImportError:  # pragma: no cover - ad depends on numpy
     _ndarray = None
-
-
-# --- accumulation -----------------------------------------------------------
-
-
-def acc(a: Any, b: Any) -> Any:
-    """``a + b`` for cotangents: zeros are free, containers add entry by entry.
-
-    Never mutates an array someone else can see: a pullback may hand the same
-    object to two inputs. An array is updated in place only when the caller's
-    variable holds the only reference to it (CPython's reference count, the
-    test numpy itself uses to reuse temporaries) and it owns its memory; an
-    ``InplaceableThunk`` is then added without materialising it. Thunks added
-    to a zero stay lazy.
-    """
-    if type(a) is float and type(b) is float:  # scalar code: the common case
-        return a + b
-    if isinstance(b, AbstractZero):
-        return a
-    if isinstance(a, AbstractZero):
-        return b
-    ta = type(a)
-    if ta is _ndarray:
-        # refs: the caller's variable, this parameter, getrefcount's argument
-        if _getrefcount(a) <= 3 and a.base is None and a.flags.writeable:
-            if type(b) is _InplaceableThunk:
-                return b.add_fn(a)
-            if isinstance(b, AbstractThunk):
-                b = b.unthunk()
-            if type(b) is _ndarray and b.shape == a.shape and b.dtype == a.dtype:
-                a += b
-                return a
-        elif isinstance(b, AbstractThunk):
-            b = b.unthunk()
-        return a + b
-    if isinstance(a, AbstractThunk):
-        a = a.unthunk()
-        ta = type(a)
-    if isinstance(b, AbstractThunk):
-        b = b.unthunk()
-    if ta is list or ta is tuple:
-        if type(b) is not ta:
-            if isinstance(b, Tangent):
-                return b + a
-            raise CotangentShapeError(
-                f"cannot add cotangents of types {ta.__name__} and {type(b).__name__}"
-            )
-        if len(a) != len(b):
-            raise CotangentShapeError(
-                f"cannot add {ta.__name__} cotangents of lengths {len(a)} and {len(b)}"
-            )
-        return ta(acc(x, y) for x, y in zip(a, b))
-    if ta is dict or isinstance(b, dict):
-        if isinstance(a, Tangent):
-            a = a._backing
-        if isinstance(b, Tangent):
-            b = b._backing
-        out = dict(a)
-        for k, v in b.items():
-            out[k] = acc(out[k], v) if k in out else v
-        return out
-    return a + b
-
-
-def tuple_ct(*cts: Any) -> Any:
-    """The cotangent of a tuple built from its entries' cotangents."""
-    return cts
-
-
-def kw_ct(kw: Any, name: str) -> Any:
-    """The cotangent of one keyword argument from a dict (or dict tangent) of them."""
-    if isinstance(kw, Tangent):
-        kw = kw._backing
-    if isinstance(kw, dict):
-        return kw.get(name, _Z)
-    return _Z
-
-
-def field_ct(t: Any, name: str) -> Any:
-    """The cotangent of a captured variable from a function's tangent."""
-    if isinstance(t, AbstractZero):
-        return t
-    if isinstance(t, Tangent):
-        return t._backing.get(name, _Z) if isinstance(t._backing, dict) else _Z
-    if isinstance(t, dict):
-        return t.get(name, _Z)
-    return _Z
-
-
-def fn_tangent(names: tuple, cts: tuple) -> Any:
-    """The tangent of a closure: its captured variables' cotangents."""
-    fields = {n: c for n, c in zip(names, cts) if not isinstance(c, AbstractZero)}
-    if not fields:
-        return _Z
-    return Tangent[types.FunctionType]._from_backing(fields)
-
-
-def shared_update(x: Any, y: Any, name: str, site: str) -> None:
-    """Refuse ``x op= y`` in place on an array (or a list, with a differentiable
-    value) that other names may share: the AD would not see the change."""
-    if type(x) is _ndarray or (type(x) is list and _carries_derivative(y)):
-        raise MutationError(
-            f"{site}: the augmented assignment updates {name!r} in place, and {name!r} may be "
-            "shared (it is an argument, or bound by a plain copy): in Python every name bound "
-            "to that object sees the change, which the AD cannot follow.\n"
-            f"To fix: write {name} = {name} <op> ... (a new object), or copy first "
-            f"({name} = {name}.copy())."
-        )
-
-
-def argument_write(value: Any, container: str, site: str) -> None:
-    """Refuse writing a number or array into an argument the function does not return."""
-    if _carries_derivative(value):
-        raise MutationError(
-            f"{site}: the function writes a {type(value).__name__} into its argument "
-            f"{container!r} and does not return it: the caller would not see that change in "
-            "the backward pass, so the derivative would be lost.\n"
-            "To fix: build a new container (d = {**d, k: v}, lst = lst + [v]) and return "
-            f"it, or return {container!r} and rebind it in the caller."
-        )
-
-
-def _carries_derivative(v: Any, depth: int = 0) -> bool:
-    if type(v) in (float, complex):
-        return True
-    if isinstance(v, (tuple, list)) and depth < 3:
-        return any(_carries_derivative(x, depth + 1) for x in v)
-    dtype = getattr(v, "dtype", None)
-    return dtype is not None and getattr(dtype, "kind", "") in "fc"
-
-
-def unpack_error(e: ValueError) -> BaseException:
-    """Turn a failed unpacking of a pullback's result in ``_ad_back`` into a clear error.
-
-    Any other ValueError is returned unchanged, to be re-raised.
-    """
-    tb = e.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    msg = str(e)
-    if tb is None or tb.tb_frame.f_code.co_name != "_ad_back" or "values to unpack" not in msg:
-        return e
-    frame = tb.tb_frame
-    pb = frame.f_locals.get("_ad_p")
-    name = getattr(pb, "__qualname__", None) or repr(pb)
-    err = CotangentShapeError(
-        f"the pullback {name} (called at {frame.f_code.co_filename}:{tb.tb_lineno}) returned "
-        f"the wrong number of cotangents ({msg}): it must return one for the function, then "
-        "one per positional argument.\n"
-        "To fix: make the rule's pullback return (∂f, ∂arg1, ..., ∂argN)."
-    )
-    err.__suppress_context__ = True
-    return err
 
 
 # --- dispatch ---------------------------------------------------------------

@@ -1,0 +1,124 @@
+"""Adding cotangents: the accumulation the generated adjoint performs, and the
+small constructors of structured cotangents it calls (tuples, keyword
+arguments, closures' captured variables)."""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+from rulescore import (
+    AbstractZero,
+    InplaceableThunk,
+    Tangent,
+    ZeroTangent,
+)
+from rulescore._thunks import AbstractThunk
+
+from .errors import CotangentShapeError
+
+_Z = ZeroTangent()
+_float = float
+_getrefcount = sys.getrefcount
+_InplaceableThunk = InplaceableThunk
+try:
+    import numpy as _numpy
+
+    _ndarray: Any = _numpy.ndarray
+except ImportError:  # pragma: no cover - ad depends on numpy
+    _ndarray = None
+
+__all__ = ["acc", "field_ct", "fn_tangent", "kw_ct", "tuple_ct"]
+
+
+def acc(a: Any, b: Any) -> Any:
+    """``a + b`` for cotangents: zeros are free, containers add entry by entry.
+
+    Never mutates an array someone else can see: a pullback may hand the same
+    object to two inputs. An array is updated in place only when the caller's
+    variable holds the only reference to it (CPython's reference count, the
+    test numpy itself uses to reuse temporaries) and it owns its memory; an
+    ``InplaceableThunk`` is then added without materialising it. Thunks added
+    to a zero stay lazy.
+    """
+    if type(a) is float and type(b) is float:  # scalar code: the common case
+        return a + b
+    if isinstance(b, AbstractZero):
+        return a
+    if isinstance(a, AbstractZero):
+        return b
+    ta = type(a)
+    if ta is _ndarray:
+        # refs: the caller's variable, this parameter, getrefcount's argument
+        if _getrefcount(a) <= 3 and a.base is None and a.flags.writeable:
+            if type(b) is _InplaceableThunk:
+                return b.add_fn(a)
+            if isinstance(b, AbstractThunk):
+                b = b.unthunk()
+            if type(b) is _ndarray and b.shape == a.shape and b.dtype == a.dtype:
+                a += b
+                return a
+        elif isinstance(b, AbstractThunk):
+            b = b.unthunk()
+        return a + b
+    if isinstance(a, AbstractThunk):
+        a = a.unthunk()
+        ta = type(a)
+    if isinstance(b, AbstractThunk):
+        b = b.unthunk()
+    if ta is list or ta is tuple:
+        if type(b) is not ta:
+            if isinstance(b, Tangent):
+                return b + a
+            raise CotangentShapeError(
+                f"cannot add cotangents of types {ta.__name__} and {type(b).__name__}"
+            )
+        if len(a) != len(b):
+            raise CotangentShapeError(
+                f"cannot add {ta.__name__} cotangents of lengths {len(a)} and {len(b)}"
+            )
+        return ta(acc(x, y) for x, y in zip(a, b))
+    if ta is dict or isinstance(b, dict):
+        if isinstance(a, Tangent):
+            a = a._backing
+        if isinstance(b, Tangent):
+            b = b._backing
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = acc(out[k], v) if k in out else v
+        return out
+    return a + b
+
+
+def tuple_ct(*cts: Any) -> Any:
+    """The cotangent of a tuple built from its entries' cotangents."""
+    return cts
+
+
+def kw_ct(kw: Any, name: str) -> Any:
+    """The cotangent of one keyword argument from a dict (or dict tangent) of them."""
+    if isinstance(kw, Tangent):
+        kw = kw._backing
+    if isinstance(kw, dict):
+        return kw.get(name, _Z)
+    return _Z
+
+
+def field_ct(t: Any, name: str) -> Any:
+    """The cotangent of a captured variable from a function's tangent."""
+    if isinstance(t, AbstractZero):
+        return t
+    if isinstance(t, Tangent):
+        return t._backing.get(name, _Z) if isinstance(t._backing, dict) else _Z
+    if isinstance(t, dict):
+        return t.get(name, _Z)
+    return _Z
+
+
+def fn_tangent(names: tuple, cts: tuple) -> Any:
+    """The tangent of a closure: its captured variables' cotangents."""
+    fields = {n: c for n, c in zip(names, cts) if not isinstance(c, AbstractZero)}
+    if not fields:
+        return _Z
+    return Tangent[types.FunctionType]._from_backing(fields)

@@ -1,0 +1,85 @@
+"""Run-time checks the generated code calls: writes into shared objects, and
+pullbacks that return the wrong number of cotangents."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from rulescore import (
+    InplaceableThunk,
+    ZeroTangent,
+)
+
+from .errors import CotangentShapeError, MutationError
+
+_Z = ZeroTangent()
+_float = float
+_getrefcount = sys.getrefcount
+_InplaceableThunk = InplaceableThunk
+try:
+    import numpy as _numpy
+
+    _ndarray: Any = _numpy.ndarray
+except ImportError:  # pragma: no cover - ad depends on numpy
+    _ndarray = None
+
+__all__ = ["argument_write", "shared_update", "unpack_error"]
+
+
+def shared_update(x: Any, y: Any, name: str, site: str) -> None:
+    """Refuse ``x op= y`` in place on an array (or a list, with a differentiable
+    value) that other names may share: the AD would not see the change."""
+    if type(x) is _ndarray or (type(x) is list and _carries_derivative(y)):
+        raise MutationError(
+            f"{site}: the augmented assignment updates {name!r} in place, and {name!r} may be "
+            "shared (it is an argument, or bound by a plain copy): in Python every name bound "
+            "to that object sees the change, which the AD cannot follow.\n"
+            f"To fix: write {name} = {name} <op> ... (a new object), or copy first "
+            f"({name} = {name}.copy())."
+        )
+
+
+def argument_write(value: Any, container: str, site: str) -> None:
+    """Refuse writing a number or array into an argument the function does not return."""
+    if _carries_derivative(value):
+        raise MutationError(
+            f"{site}: the function writes a {type(value).__name__} into its argument "
+            f"{container!r} and does not return it: the caller would not see that change in "
+            "the backward pass, so the derivative would be lost.\n"
+            "To fix: build a new container (d = {**d, k: v}, lst = lst + [v]) and return "
+            f"it, or return {container!r} and rebind it in the caller."
+        )
+
+
+def _carries_derivative(v: Any, depth: int = 0) -> bool:
+    if type(v) in (float, complex):
+        return True
+    if isinstance(v, (tuple, list)) and depth < 3:
+        return any(_carries_derivative(x, depth + 1) for x in v)
+    dtype = getattr(v, "dtype", None)
+    return dtype is not None and getattr(dtype, "kind", "") in "fc"
+
+
+def unpack_error(e: ValueError) -> BaseException:
+    """Turn a failed unpacking of a pullback's result in ``_ad_back`` into a clear error.
+
+    Any other ValueError is returned unchanged, to be re-raised.
+    """
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    msg = str(e)
+    if tb is None or tb.tb_frame.f_code.co_name != "_ad_back" or "values to unpack" not in msg:
+        return e
+    frame = tb.tb_frame
+    pb = frame.f_locals.get("_ad_p")
+    name = getattr(pb, "__qualname__", None) or repr(pb)
+    err = CotangentShapeError(
+        f"the pullback {name} (called at {frame.f_code.co_filename}:{tb.tb_lineno}) returned "
+        f"the wrong number of cotangents ({msg}): it must return one for the function, then "
+        "one per positional argument.\n"
+        "To fix: make the rule's pullback return (∂f, ∂arg1, ..., ∂argN)."
+    )
+    err.__suppress_context__ = True
+    return err
