@@ -3,26 +3,13 @@ pullbacks that return the wrong number of cotangents."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-from rulescore import (
-    InplaceableThunk,
-    ZeroTangent,
-)
+import numpy as np
 
 from .errors import CotangentShapeError, MutationError
 
-_Z = ZeroTangent()
-_float = float
-_getrefcount = sys.getrefcount
-_InplaceableThunk = InplaceableThunk
-try:
-    import numpy as _numpy
-
-    _ndarray: Any = _numpy.ndarray
-except ImportError:  # pragma: no cover - ad depends on numpy
-    _ndarray = None
+_ndarray = np.ndarray
 
 __all__ = ["argument_write", "shared_update", "unpack_error"]
 

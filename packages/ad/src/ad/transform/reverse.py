@@ -54,6 +54,14 @@ def _increment(name: str, line: int) -> ast.AugAssign:
     )
 
 
+def _with_trip_count(
+    loop: ast.For | ast.While, count: str, body: list[ast.stmt], line: int
+) -> list[ast.stmt]:
+    """``count = 0`` and ``loop`` with ``count += 1`` first in its body."""
+    loop.body = [_increment(count, line), *body]
+    return [_assign(count, ast.Constant(0), line), loop]
+
+
 def _names_in_target(t: ast.expr) -> list[str]:
     return [n.id for n in ast.walk(t) if isinstance(n, ast.Name)]
 
@@ -422,25 +430,11 @@ class _Gen:
                 ], ob
             count = self.fresh("n")
             push, pop = self.record(count, depth, line)
+            loop = ast.For(
+                target=s.target, iter=s.iter, body=[], orelse=[], lineno=line, col_offset=0
+            )
             fwd = [
-                _assign(count, ast.Constant(0), line),
-                ast.For(
-                    target=s.target,
-                    iter=s.iter,
-                    body=[
-                        ast.AugAssign(
-                            target=_n(count, True),
-                            op=ast.Add(),
-                            value=ast.Constant(1),
-                            lineno=line,
-                            col_offset=0,
-                        ),
-                        *bf,
-                    ],
-                    orelse=[],
-                    lineno=line,
-                    col_offset=0,
-                ),
+                *_with_trip_count(loop, count, bf, line),
                 *push,
                 *of,
             ]
@@ -547,24 +541,9 @@ class _Gen:
             ], ob
         count = self.fresh("n")
         push, pop = self.record(count, depth, line)
+        loop = ast.While(test=s.test, body=[], orelse=[], lineno=line, col_offset=0)
         fwd = [
-            _assign(count, ast.Constant(0), line),
-            ast.While(
-                test=s.test,
-                body=[
-                    ast.AugAssign(
-                        target=_n(count, True),
-                        op=ast.Add(),
-                        value=ast.Constant(1),
-                        lineno=line,
-                        col_offset=0,
-                    ),
-                    *bf,
-                ],
-                orelse=[],
-                lineno=line,
-                col_offset=0,
-            ),
+            *_with_trip_count(loop, count, bf, line),
             *push,
             *of,
         ]
