@@ -311,3 +311,10 @@ def test_array_arithmetic_fast_paths_match_finite_differences(check_grad, shapes
         return np.sum(s * d + p**2 - q + (-a) ** 3)
 
     check_grad(f, a, b)
+
+
+def test_rrule_via_ad_with_ad_config():
+    y, pb = ad.rrule_via_ad(ad.ADConfig(), lambda x: x * x * 3.0, 2.0)
+    assert y == 12.0 and pb(1.0)[1] == 12.0
+    y, ẏ = ad.frule_via_ad(ad.ADConfig(), (None, 1.0), lambda x: x * x * 3.0, 2.0)
+    assert (y, ẏ) == (12.0, 12.0)

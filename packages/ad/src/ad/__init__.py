@@ -11,6 +11,7 @@ control flow in reverse; the result is cached per code object.
 """
 
 import rules as _rules  # noqa: F401  (registers the rules the AD runs on)
+from rulescore import frule_via_ad, rrule_via_ad
 
 from . import (
     _forward_rules,  # noqa: F401  (registers the frules of ad's helpers)
@@ -59,10 +60,12 @@ __all__ = [
     "_pullback",
     "code_adjoint",
     "forwarddiff",
+    "frule_via_ad",
     "gradient",
     "jvp",
     "pullback",
     "pushforward",
+    "rrule_via_ad",
     "withgradient",
     "Buffer",
     "Grads",
