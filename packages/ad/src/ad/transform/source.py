@@ -105,6 +105,21 @@ def _parse(text: str, code: types.CodeType) -> tuple[ast.Module, int]:
     raise _no_source(code, "its source could not be parsed on its own")
 
 
+def _code_signature(code: types.CodeType) -> tuple:
+    """What a lambda compiles to, independent of where its names resolve."""
+    consts = tuple(c for c in code.co_consts if not isinstance(c, types.CodeType))
+    return consts, frozenset(code.co_names) | frozenset(code.co_freevars)
+
+
+def _same_code(node: ast.Lambda, code: types.CodeType) -> bool:
+    try:
+        module = compile(ast.fix_missing_locations(ast.Expression(body=node)), "<lambda>", "eval")
+    except (SyntaxError, ValueError, TypeError):
+        return True
+    inner = next((c for c in module.co_consts if isinstance(c, types.CodeType)), None)
+    return inner is not None and _code_signature(inner) == _code_signature(code)
+
+
 def _find_lambda(tree: ast.AST, code: types.CodeType, shift: int) -> ast.Lambda:
     argnames = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
     lambdas = [
@@ -134,6 +149,9 @@ def _find_lambda(tree: ast.AST, code: types.CodeType, shift: int) -> ast.Lambda:
                 end = (body.end_lineno, body.end_col_offset)
                 if start <= first < end:
                     return n
+    if len(candidates) > 1:
+        # No column positions (Python 3.10): compare what each candidate compiles to.
+        candidates = [n for n in candidates if _same_code(n, code)] or candidates
     if candidates:
         if len(candidates) == 1:
             return candidates[0]
