@@ -22,17 +22,34 @@ def N(x: Any) -> Any:
     return primal_and_tangent(x, NoTangent())
 
 
-def maker(dtype: Any) -> Any:
-    """A function of a shape giving seeded random arrays of ``dtype``."""
-    rng = np.random.default_rng(0)
+def random_maker(seed: int) -> Any:
+    """``rand(*shape, dtype=float64)``: seeded random arrays (complex: both parts random)."""
+    rng = np.random.default_rng(seed)
 
-    def m(*shape: int) -> np.ndarray:
+    def rand(*shape: int, dtype: Any = np.float64) -> np.ndarray:
         x = rng.standard_normal(shape)
         if np.dtype(dtype).kind == "c":
             x = x + 1j * rng.standard_normal(shape)
         return np.asarray(x, dtype=dtype)
 
-    return m
+    return rand
+
+
+def maker(dtype: Any) -> Any:
+    """A function of a shape giving seeded random arrays of ``dtype``."""
+    rand = random_maker(0)
+    return lambda *shape: rand(*shape, dtype=dtype)
+
+
+def mH(x: np.ndarray) -> np.ndarray:
+    """Conjugate transpose of the last two axes."""
+    return np.conj(np.swapaxes(x, -1, -2))
+
+
+def both(f: Any, *args: Any, tol: float = 1e-7, **kw: Any) -> None:
+    """``test_rrule`` and ``test_frule`` with one tolerance."""
+    test_rrule(f, *args, rtol=tol, atol=tol, **kw)
+    test_frule(f, *args, rtol=tol, atol=tol, **kw)
 
 
 def check(f: Any, args: tuple, kw: dict, dtype: Any) -> None:

@@ -3,22 +3,13 @@ tensorinv, tensorsolve and matrix_rank, checked against finite differences."""
 
 import numpy as np
 import pytest
+from rules_testing import both, random_maker
 
 import rules  # noqa: F401  (registers the rules)
 from rulescore import NoTangent, Tangent, ZeroTangent, frule, rrule
-from rulestest import primal_and_tangent, test_frule, test_rrule
+from rulestest import primal_and_tangent
 
-test_rrule.__test__ = False
-test_frule.__test__ = False
-
-RNG = np.random.default_rng(5)
-
-
-def rand(*shape, dtype=np.float64):
-    x = RNG.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * RNG.standard_normal(shape)
-    return x.astype(dtype)
+rand = random_maker(5)
 
 
 def wellcond(*shape, dtype=np.float64):
@@ -29,11 +20,6 @@ def wellcond(*shape, dtype=np.float64):
 TOL = {np.float64: 1e-7, np.complex128: 1e-7, np.float32: 1e-2}
 DTYPES = [np.float64, np.complex128]
 SQUARE = [(3, 3), (2, 3, 3), (1, 2, 2)]
-
-
-def both(f, *args, tol=1e-7, **kw):
-    test_rrule(f, *args, rtol=tol, atol=tol, **kw)
-    test_frule(f, *args, rtol=tol, atol=tol, **kw)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -11,28 +11,15 @@ import sys
 
 import numpy as np
 import pytest
+from rules_testing import both, mH, random_maker
 
 import rules
 from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, frule, rrule, unthunk
-from rulestest import primal_and_tangent, test_frule, test_rrule
+from rulestest import primal_and_tangent, test_frule
 
-test_rrule.__test__ = False
-test_frule.__test__ = False
-
-RNG = np.random.default_rng(7)
+rand = random_maker(7)
 DTYPES = [np.float64, np.complex128]
 TOL = 1e-7
-
-
-def rand(*shape, dtype=np.float64):
-    x = RNG.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * RNG.standard_normal(shape)
-    return x.astype(dtype)
-
-
-def mH(x):
-    return np.conj(np.swapaxes(x, -1, -2))
 
 
 def herm(x):
@@ -42,11 +29,6 @@ def herm(x):
 def spd(*shape, dtype=np.float64):
     x = rand(*shape, dtype=dtype)
     return x @ mH(x) + shape[-1] * np.eye(shape[-1])
-
-
-def both(f, *args, tol=TOL, **kw):
-    test_rrule(f, *args, rtol=tol, atol=tol, **kw)
-    test_frule(f, *args, rtol=tol, atol=tol, **kw)
 
 
 def on_herm(f, post=None):

@@ -3,30 +3,16 @@ subgradients at non-differentiable points."""
 
 import numpy as np
 import pytest
+from rules_testing import both, random_maker
 
 import rules  # noqa: F401  (registers the rules)
 from rules._linalg_util import LinalgGradientWarning
 from rulescore import NoTangent, ZeroTangent, frule, rrule
-from rulestest import test_frule, test_rrule
+from rulestest import test_rrule
 
-test_rrule.__test__ = False
-test_frule.__test__ = False
-
-RNG = np.random.default_rng(13)
+rand = random_maker(13)
 DTYPES = [np.float64, np.complex128]
 TOL = 1e-7
-
-
-def rand(*shape, dtype=np.float64):
-    x = RNG.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * RNG.standard_normal(shape)
-    return x.astype(dtype)
-
-
-def both(f, *args, tol=TOL, **kw):
-    test_rrule(f, *args, rtol=tol, atol=tol, **kw)
-    test_frule(f, *args, rtol=tol, atol=tol, **kw)
 
 
 VECTOR_ORDS = [None, 1, 2, np.inf, -np.inf, 3, 0.5, -1.5]

@@ -8,35 +8,17 @@ whose rules are the svd rules composed by hand with those maps.
 
 import numpy as np
 import pytest
+from rules_testing import both, mH, random_maker
 
 import rules  # noqa: F401  (registers the rules)
 from rules._linalg_util import LinalgGradientWarning
 from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, frule, rrule, unthunk
-from rulestest import primal_and_tangent, test_frule, test_rrule
+from rulestest import primal_and_tangent
 
-test_rrule.__test__ = False
-test_frule.__test__ = False
-
-RNG = np.random.default_rng(11)
+rand = random_maker(11)
 DTYPES = [np.float64, np.complex128]
 SHAPES = [(3, 3), (4, 2), (2, 4), (2, 4, 3), (2, 3, 4)]
 TOL = 1e-7
-
-
-def rand(*shape, dtype=np.float64):
-    x = RNG.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * RNG.standard_normal(shape)
-    return x.astype(dtype)
-
-
-def mH(x):
-    return np.conj(np.swapaxes(x, -1, -2))
-
-
-def both(f, *args, tol=TOL, **kw):
-    test_rrule(f, *args, rtol=tol, atol=tol, **kw)
-    test_frule(f, *args, rtol=tol, atol=tol, **kw)
 
 
 def svd_invariant(a):
