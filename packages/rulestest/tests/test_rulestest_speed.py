@@ -1,12 +1,12 @@
-"""Speed: checking a rule on a 100x100 matrix takes well under a second.
+"""Cost: checking a rule on a 100x100 matrix evaluates the function a few dozen
+times, not once per coordinate.
 
 Large inputs are checked along a few random directions (one vector-valued
-finite difference each), not coordinate by coordinate.
+finite difference each), not coordinate by coordinate. The test counts calls
+(a property of the algorithm) rather than timing them (a property of the machine).
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 import pytest
@@ -14,8 +14,11 @@ import pytest
 from rulescore import NoTangent, ProjectTo, frule, rrule, unthunk
 from rulestest import test_frule, test_rrule
 
+CALLS = [0]
+
 
 def s_square(X):
+    CALLS[0] += 1
     return X @ X
 
 
@@ -34,6 +37,7 @@ def _(ḟ, Ẋ, X: np.ndarray):
 
 
 def s_sin(X):
+    CALLS[0] += 1
     return np.sin(X)
 
 
@@ -46,12 +50,13 @@ def _(X: np.ndarray):
 
 
 @pytest.mark.parametrize("f", [s_square, s_sin])
-def test_100x100_matrix_is_fast(f):
+def test_100x100_matrix_takes_few_evaluations(f):
     X = np.random.default_rng(0).standard_normal((100, 100))
-    start = time.perf_counter()
+    CALLS[0] = 0
     test_rrule(f, X)
-    elapsed = time.perf_counter() - start
-    # Measured about 0.01 s on a 2-core machine; a loose bound keeps CI stable.
-    assert elapsed < 0.5, f"test_rrule took {elapsed:.3f} s"
+    # Coordinate by coordinate would be 10^4 directions times the stencil's points.
+    assert 0 < CALLS[0] < 200, f"test_rrule evaluated the function {CALLS[0]} times"
     if f is s_square:
+        CALLS[0] = 0
         test_frule(f, X)
+        assert 0 < CALLS[0] < 200, f"test_frule evaluated the function {CALLS[0]} times"

@@ -16,12 +16,14 @@ from rulescore import frule_via_ad, rrule_via_ad
 from . import (
     _forward_rules,  # noqa: F401  (registers the frules of ad's helpers)
     _helpers,  # noqa: F401  (registers ad's structural rules)
+    _nested,  # noqa: F401  (registers the rules of nested differentiation)
 )
 from ._api import WithGradient, _pullback, code_adjoint, gradient, pullback, withgradient
 from ._buffer import Buffer
 from ._config import ADConfig
 from ._forward_api import jvp, pushforward
 from ._forwarddiff import forwarddiff
+from ._hessian import diaghessian, hessian, hessian_reverse
 from ._jacobian import WithJacobian, jacobian, withjacobian
 from ._params import Grads, Params
 from ._utilities import (
@@ -59,9 +61,12 @@ __all__ = [
     "WithGradient",
     "_pullback",
     "code_adjoint",
+    "diaghessian",
     "forwarddiff",
     "frule_via_ad",
     "gradient",
+    "hessian",
+    "hessian_reverse",
     "jvp",
     "pullback",
     "pushforward",

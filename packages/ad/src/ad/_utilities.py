@@ -216,10 +216,16 @@ def _rerun(config: Any, f: Any, args: tuple, kwargs: dict) -> tuple[Any, Callabl
 # --- reflection ---------------------------------------------------------------
 
 
-def _entry_codes() -> frozenset:
-    """Code objects of the functions that start a differentiation (one level each)."""
+def _entry_codes() -> dict:
+    """Code objects of the functions that start a differentiation, and how many levels
+    each stands for: reverse over forward (nested differentiation re-running a
+    function in its pullback) is two."""
+    from . import _nested
+
     fns = [getattr(_api, name, None) for name in ("_top_call", "_pullback")]
-    return frozenset(fn.__code__ for fn in [*fns, _rerun] if fn is not None)
+    levels = {fn.__code__: 1 for fn in [*fns, _rerun] if fn is not None}
+    levels[_nested.reverse_over_forward.__code__] = 2
+    return levels
 
 
 _ENTRIES = _entry_codes()
@@ -251,8 +257,7 @@ def nestlevel() -> int:
     n = 0
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code in entries:
-            n += 1
+        n += entries.get(frame.f_code, 0)
         frame = frame.f_back
     return n
 

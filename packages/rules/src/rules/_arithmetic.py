@@ -46,6 +46,7 @@ from rulescore import (
     unthunk,
 )
 
+from ._quiet import quietly
 from ._util import unbroadcast
 
 __all__ = [
@@ -200,6 +201,21 @@ def _float_array(v: Any) -> Any:
     return a.astype(np.float64) if a.dtype.kind in "iub" else a
 
 
+def _power_rule(x: Any, y: Any) -> Any:
+    return y * x ** (y - 1)
+
+
+def _power_rule_masked(x: Any, y: Any) -> Any:
+    return np.where(np.asarray(y) == 0, 0, y * x ** (y - 1))
+
+
+def _zero_to_negative(x: Any, e: Any) -> bool:
+    """Whether Python's ``x ** e`` raises ZeroDivisionError (0 to a negative or complex power)."""
+    if type(x) not in (int, float, complex, bool) or type(e) not in (int, float, complex) or x != 0:
+        return False
+    return e.real < 0 or e.imag != 0 if type(e) is complex else e < 0
+
+
 def pow_dx(x: Any, y: Any, Ω: Any = None) -> Any:
     """``∂(x**y)/∂x = y * x**(y-1)``, finite where the power is (see the module doc)."""
     if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
@@ -211,18 +227,21 @@ def pow_dx(x: Any, y: Any, Ω: Any = None) -> Any:
                 return np.ones_like(xa)
             if y == 0:
                 return np.zeros_like(xa)
-            with np.errstate(all="ignore"):
-                return y * xa ** (y - 1)
-        with np.errstate(all="ignore"):
-            d = y * xa ** (y - 1)
-            return np.where(np.asarray(y) == 0, 0, d)
+            return quietly(_power_rule, xa, y)
+        return quietly(_power_rule_masked, xa, y)
     if y == 0:
         return 0 * x
-    try:
-        with np.errstate(all="ignore"):
-            return y * x ** (y - 1)
-    except ZeroDivisionError:  # Python's 0.0 ** -0.5; the one-sided derivative is inf
+    if _zero_to_negative(x, y - 1):  # Python's 0.0 ** -0.5; the one-sided derivative is inf
         return math.inf
+    return quietly(_power_rule, x, y)
+
+
+def _pow_dy_array(xa: Any, Ω: Any) -> Any:
+    if _is_complex(xa) or _is_complex(Ω):
+        nz = xa != 0
+        return np.where(nz, Ω * np.log(np.where(nz, xa, 1).astype(complex)), 0)
+    pos = xa > 0
+    return np.where(pos, Ω * np.log(np.where(pos, xa, 1)), 0)
 
 
 def pow_dy(x: Any, y: Any, Ω: Any) -> Any:
@@ -230,13 +249,7 @@ def pow_dy(x: Any, y: Any, Ω: Any) -> Any:
     if is_integer(y):
         return _NO
     if isinstance(x, np.ndarray) or isinstance(y, np.ndarray) or isinstance(Ω, np.ndarray):
-        xa = np.asarray(x)
-        with np.errstate(all="ignore"):
-            if _is_complex(xa) or _is_complex(Ω):
-                nz = xa != 0
-                return np.where(nz, Ω * np.log(np.where(nz, xa, 1).astype(complex)), 0)
-            pos = xa > 0
-            return np.where(pos, Ω * np.log(np.where(pos, xa, 1)), 0)
+        return quietly(_pow_dy_array, np.asarray(x), Ω)
     if _is_complex(x) or _is_complex(Ω):
         return 0 * Ω if x == 0 else Ω * complex(np.log(complex(x)))
     return Ω * math.log(x) if x > 0 else 0 * Ω
@@ -337,13 +350,16 @@ def register_binary(f: Any, types: tuple, dx: Callable, dy: Callable, name: str)
 # --- unary ---------------------------------------------------------------------------
 
 
+def _complex_sign(x: Any) -> Any:
+    a = np.abs(x)
+    return np.where(a == 0, 0, np.conj(x) / np.where(a == 0, 1, a))
+
+
 def _abs_partial(x: Any, Ω: Any) -> Any:
     """``d|x|`` as a conjugated partial: ``sign(x)`` (0 at 0), or ``conj(z)/|z|`` for complex."""
     if isinstance(x, (np.ndarray, np.generic)):
         if x.dtype.kind == "c":
-            a = np.abs(x)
-            with np.errstate(all="ignore"):
-                return np.where(a == 0, 0, np.conj(x) / np.where(a == 0, 1, a))
+            return quietly(_complex_sign, x)
         return np.sign(x)
     if _is_complex(x):
         a = abs(x)

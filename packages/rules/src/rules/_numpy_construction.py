@@ -87,3 +87,14 @@ def _(ḟ, *args: Any, **kw: Any) -> Any:
     if isinstance(v̇, AbstractZero):
         return y, ZeroTangent()
     return y, np.broadcast_to(dense(v̇, fill_value), y.shape).astype(y.dtype)
+
+
+# Queries, predicates, comparisons and index searches: their outputs are shapes,
+# booleans or integer positions, so no derivative flows through them.
+for _name in (
+    "shape ndim size result_type iscomplexobj isrealobj iscomplex isreal isfinite isnan "
+    "isinf isposinf isneginf signbit array_equal array_equiv allclose isclose any all "
+    "count_nonzero argmax argmin argsort nonzero flatnonzero searchsorted greater less "
+    "equal not_equal greater_equal less_equal logical_and logical_or logical_not logical_xor"
+).split():
+    non_differentiable(getattr(np, _name))

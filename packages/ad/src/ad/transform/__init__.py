@@ -23,7 +23,7 @@ from .compiled import Compiled, signature_of
 from .desugar import desugar
 from .fence import check_supported
 from .reverse import generate
-from .source import get_source
+from .source import constant_freevars, get_source
 
 __all__ = [
     "Front",
@@ -73,6 +73,9 @@ def front(f: types.FunctionType, closure_active: bool, as_init: bool = False) ->
     if as_init:
         anf = returning_self(anf)
     freevars = f.__code__.co_freevars
+    if closure_active:
+        # Runtime helpers that generated code reads are constants, not user data.
+        freevars = tuple(v for v in freevars if v not in constant_freevars(f.__code__))
     seeds = set(param_names(anf)) | (set(freevars) if closure_active else set())
     plain = _plain_builtins(f, anf)
     return Front(anf, active_names(anf, seeds, plain), plain, src.filename)

@@ -22,6 +22,7 @@ generated statement carries the line number of its source statement.
 from __future__ import annotations
 
 import ast
+import copy
 import types
 
 from ..errors import UnsupportedSyntaxError
@@ -33,6 +34,7 @@ from ._nodes import tuple_ as _tuple
 from .activity import loaded_names, param_names, value_is_active
 from .compiled import Compiled, signature_of
 from .guards import copied_names, returned_names, shared_object_guards
+from .source import register_generated
 
 __all__ = ["build_forward", "generate_forward", "t"]
 
@@ -294,8 +296,10 @@ def build_forward(f: types.FunctionType, closure_active: bool) -> Compiled:
     fn = generate_forward(fr.anf, fr.active, freevars, closure_active, fr.filename, fr.plain)
     used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id in FORWARD_HELPERS}
     cell_names = sorted(used - set(freevars)) + list(freevars)
+    pristine = copy.deepcopy(fn)  # factory_module fills in locations in place
     module = factory_module(fn, cell_names)
     code = compile_primal(module, fr.filename)
+    register_generated(code, pristine, fr.filename, frozenset(used))
     return Compiled(
         code=code,
         helper_cells={n: types.CellType(FORWARD_HELPERS[n]) for n in used},

@@ -9,15 +9,17 @@ Several lambdas on one line are told apart by their arguments and, on Python
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 import linecache
+import re
 import textwrap
 import types
 from dataclasses import dataclass
 
 from ..errors import NoSourceError
 
-__all__ = ["FunctionSource", "get_source"]
+__all__ = ["FunctionSource", "constant_freevars", "get_source", "register_generated"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,39 @@ class FunctionSource:
     tree: ast.FunctionDef
     filename: str
     name: str
+
+
+# Code that the transform itself generated (a pushforward), by code object: its
+# FunctionDef, file, and the free variables that are runtime helpers (constants).
+_GENERATED: dict[types.CodeType, tuple[ast.FunctionDef, str, frozenset[str]]] = {}
+
+
+def register_generated(
+    code: types.CodeType, tree: ast.FunctionDef, filename: str, helpers: frozenset[str]
+) -> None:
+    """Remember the tree ``code`` was compiled from, so that generated code can
+    itself be differentiated (reverse mode over a pushforward: nested AD)."""
+    _GENERATED[code] = (_renamed_temporaries(copy.deepcopy(tree)), filename, helpers)
+
+
+_TEMPORARY = re.compile(r"_ad_(t|nl|ft)\d+")
+
+
+def _renamed_temporaries(tree: ast.FunctionDef) -> ast.FunctionDef:
+    """Rename the normaliser's temporaries (``_ad_t1``...) so that normalising the
+    generated code again cannot mint a name it already uses."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and _TEMPORARY.fullmatch(node.id):
+            node.id = "_ad_g" + node.id[3:]
+        elif isinstance(node, ast.arg) and _TEMPORARY.fullmatch(node.arg):
+            node.arg = "_ad_g" + node.arg[3:]
+    return tree
+
+
+def constant_freevars(code: types.CodeType) -> frozenset[str]:
+    """The free variables of generated code that are runtime helpers, not user data."""
+    entry = _GENERATED.get(code)
+    return entry[2] if entry is not None else frozenset()
 
 
 def _no_source(code: types.CodeType, why: str) -> NoSourceError:
@@ -40,6 +75,10 @@ def _no_source(code: types.CodeType, why: str) -> NoSourceError:
 def get_source(fn: types.FunctionType) -> FunctionSource:
     """Parse the definition of ``fn``; raises NoSourceError when there is none."""
     code = fn.__code__
+    generated = _GENERATED.get(code)
+    if generated is not None:
+        tree, where, _helpers = generated
+        return FunctionSource(copy.deepcopy(tree), where, tree.name)
     filename = code.co_filename
     lines = linecache.getlines(filename, fn.__globals__)
     if not lines:
@@ -97,7 +136,13 @@ def _parse(text: str, code: types.CodeType) -> tuple[ast.Module, int]:
     lines = text.splitlines(keepends=True)
     for n in range(len(lines), 0, -1):
         chunk = "".join(lines[:n]).rstrip()
-        for candidate, extra in ((chunk, 0), (chunk.rstrip(",;:"), 0), ("(" + chunk + ")", 1)):
+        candidates = (
+            (chunk, 0),
+            (chunk.rstrip(",;:"), 0),
+            ("(" + chunk + ")", 1),
+            ("{" + chunk.rstrip(",") + "}", 1),  # an entry of a dict display
+        )
+        for candidate, extra in candidates:
             try:
                 return ast.parse(candidate), extra
             except SyntaxError:

@@ -1,0 +1,487 @@
+"""Nested differentiation: reverse mode over forward mode, and rules for ad's own API.
+
+Second derivatives come from one composition, **reverse over forward**: the
+reverse pass differentiates the pushforward that forward mode generates (and
+the ``frule`` bodies it calls), so ``∇ₓ ⟨J(x), v⟩`` — the gradient of a
+directional derivative — is an ordinary gradient. Everything nested is built
+on it:
+
+- ``gradient``/``withgradient`` called inside differentiated code get an
+  ``rrule`` whose pullback maps ``ḡ`` to ``∇ ⟨∇f, ḡ⟩`` (a Hessian-vector
+  product, including the derivative through ``f``'s captured variables), and
+  an ``frule`` whose pushforward is the same product along ``ẋ``;
+- ``jvp`` called inside differentiated code gets an ``rrule``;
+- ``hessian`` is forward mode over ``gradient`` (one pushforward per column),
+  ``hessian_reverse`` is reverse mode over it (one pullback per row).
+
+The pieces: an ``rrule`` for ``fcall`` (forward mode's dispatch), which
+differentiates whatever the dispatch runs — an ``frule``'s body, or the
+generated pushforward of a Python function (``transform.source`` keeps the
+trees of generated code for this); ``rrule``s for the other helpers that
+generated pushforwards call; and linear ``rrule``s for the tangent plumbing
+that ``frule`` bodies use (``unthunk``, zero tangents in arithmetic).
+
+Each level keeps its own tangent variables in its own generated code, so one
+level's perturbation cannot leak into another's (no "perturbation confusion").
+"""
+
+from __future__ import annotations
+
+import operator
+import types
+from collections.abc import Callable
+from typing import Any
+
+from rulescore import (
+    AbstractZero,
+    NoTangent,
+    Tangent,
+    ZeroTangent,
+    frule,
+    rrule,
+    unthunk,
+)
+
+from . import _api, _forward, _forward_api, _forward_fast, _rules_objects
+from ._config import ADConfig
+from ._cotangents import entries
+from ._runtime import rcall, rcall_kw
+from .errors import NoRuleError
+
+__all__ = ["directional", "fcall_pair", "reverse_over_forward", "weighted"]
+
+_Z = ZeroTangent()
+_NO = NoTangent()
+_TupleT = Tangent[tuple]
+_FunctionType = types.FunctionType
+_MethodType = types.MethodType
+CONFIG = ADConfig()
+
+
+def _is_zero(x: Any) -> bool:
+    return isinstance(x, AbstractZero)
+
+
+def _pair(ct: Any) -> tuple[Any, Any]:
+    """The cotangents of ``(y, ẏ)`` from the cotangent of the pair."""
+    return entries(ct, 2, "the (value, tangent) pair of a forward-mode call")
+
+
+def _tangents_ct(cts: tuple) -> Any:
+    """The cotangent of a tuple of tangents, from its entries' cotangents."""
+    if all(_is_zero(c) for c in cts):
+        return _Z
+    return _TupleT._from_backing(tuple(cts))
+
+
+# --- the kernels nested differentiation differentiates -------------------------
+
+
+def fcall_pair(f: Any, ts: tuple, *args: Any) -> tuple[Any, Any]:
+    """``(f(*args), ẏ)``: forward mode's dispatch, as a function reverse mode can call."""
+    return _forward.fcall(f, ts, *args)
+
+
+def directional(f: Any, ts: tuple, *args: Any) -> Any:
+    """The directional derivative of ``f`` at ``args`` along ``ts = (ḟ, ẋ1, ...)``.
+
+    When ``f`` returns a tuple, its first entry's (as ``gradient`` differentiates).
+    """
+    y, ẏ = fcall_pair(f, ts, *args)
+    if type(y) is tuple:
+        ẏ = _forward.split(ẏ, len(y))[0]
+    return ẏ
+
+
+def weighted(f: Any, w: Any, ts: tuple, *args: Any) -> Any:
+    """``w * y + ẏ``: ``withgradient``'s pullback differentiates it (value and gradient)."""
+    y, ẏ = fcall_pair(f, ts, *args)
+    if type(y) is tuple:
+        ẏ = _forward.split(ẏ, len(y))[0]
+        y = y[0]
+    return w * y + ẏ
+
+
+def reverse_over_forward(kernel: Callable, seed: Any, *args: Any) -> tuple:
+    """The cotangents ``(∂kernel, ∂args...)`` of ``kernel(*args)`` for the output
+    cotangent ``seed``, where ``kernel`` runs forward mode: a second derivative.
+    (``nestlevel`` counts this frame as two levels of differentiation.)"""
+    _, pb = rcall(kernel, *args)
+    return pb(seed)
+
+
+# --- reverse mode over forward mode's dispatch --------------------------------
+
+
+def _cts_of(raw: tuple, n_ts: int, n_args: int, offset: int) -> tuple[Any, tuple, tuple]:
+    """Split a callee's cotangents ``raw[offset:]`` into (tangents', arguments')."""
+    ts_ct = raw[offset : offset + n_ts]
+    args_ct = raw[offset + n_ts : offset + n_ts + n_args]
+    return _Z, tuple(ts_ct), tuple(args_ct)
+
+
+def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Callable]:
+    """``rrule`` of ``fcall(f, ts, *args)``: differentiate what the dispatch runs."""
+    n = len(args)
+    zero_ts = all(t.__class__ in _forward._ZEROS for t in ts)
+    if zero_ts and (f.__class__ is not _FunctionType or f not in _forward.NO_SHORTCUT):
+        # Nothing is pushed forward: the value is f(*args), the tangent a constant zero.
+        y, pb = rcall(f, *args)
+
+        def primal_pullback(ct: Any) -> tuple:
+            ȳ, _ = _pair(ct)
+            if _is_zero(ȳ):
+                return (_NO, _Z, _Z, *([_Z] * n))
+            cts = pb(ȳ)
+            return (_NO, cts[0], _Z, *cts[1:])
+
+        return (y, _Z), primal_pullback
+
+    tf = type(f)
+    if f is _rules_objects.getattr_:
+        prop = _rules_objects.find_property(type(args[0]), args[1])
+        if prop is not None and prop.fget is not None:  # a property: differentiate its getter
+            return _through_property(prop.fget, ts, args[0])
+    if _forward._hashable(f) and f in _STRUCTURAL:
+        return _through_linear(f, ts, args)
+    if tf is _FunctionType and f not in _forward._FRULES:
+        return _through_pushforward(f, ts, args)
+    if _forward._hashable(f) and f in _forward._FRULES:
+        rule = _forward._lookup(f, tuple(map(type, args)), ADConfig)
+        if rule is not None:
+            return _through_frule(rule, f, ts, args)
+    if tf is _MethodType:  # the method's tangent is its receiver's
+        return _through_method(f.__func__, f.__self__, ts, args)
+    if tf is types.BuiltinFunctionType:
+        owner = f.__self__
+        if owner is not None and not isinstance(owner, types.ModuleType):
+            unbound = getattr(type(owner), f.__name__, None)
+            if unbound is not None and _forward._hashable(unbound) and unbound in _forward._FRULES:
+                return _through_method(unbound, owner, ts, args)
+    name = _forward._fname(f)
+    raise NoRuleError(
+        f"nested differentiation: cannot differentiate the forward-mode call of {name} in "
+        "reverse mode (reverse over forward supports Python functions, functions with an "
+        "frule, and methods).\nTo fix: call it through a Python function, or register an "
+        "frule for it."
+    )
+
+
+def _structural() -> frozenset:
+    from . import _rules_containers as c
+
+    return frozenset(
+        [
+            _rules_objects.getattr_,
+            operator.getitem,
+            c.mk_tuple,
+            c.mk_list,
+            c.mk_dict,
+            c.unpack,
+            c.unpack_star,
+            c.concat_tuple,
+            c.concat_list,
+            c.aslist,
+        ]
+    )
+
+
+#: Functions linear in their data with a Jacobian that does not depend on it
+#: (selection and packing): the tangent's cotangent is the primal pullback's.
+_STRUCTURAL = _structural()
+
+
+def _through_linear(f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    """``ẏ = J ẋ`` with a constant ``J``: ``∂x = Jᵀȳ`` and ``∂ẋ = Jᵀẏ̄``, both by ``f``'s pullback."""
+    n = len(args)
+    y, pb = rcall(f, *args)
+    ẏ = _forward.fcall(f, ts, *args)[1]
+
+    def structural_pullback(ct: Any) -> tuple:
+        ȳ, ẏ̄ = _pair(ct)
+        args_ct = pb(ȳ)[1:] if not _is_zero(unthunk(ȳ)) else (_Z,) * n
+        ts_ct = pb(ẏ̄)[1:] if not _is_zero(unthunk(ẏ̄)) else (_Z,) * n
+        return (_NO, _NO, _tangents_ct((_Z, *ts_ct)), *args_ct)
+
+    return (y, ẏ), structural_pullback
+
+
+def _through_property(fget: Any, ts: tuple, obj: Any) -> tuple[Any, Callable]:
+    out, pb = _fcall_rrule(CONFIG, fget, (_Z, ts[1]), obj)
+
+    def property_pullback(ct: Any) -> tuple:
+        raw = pb(ct)  # (fcall, fget, (ḟget, ȯ), obj)
+        ts_ct = entries(raw[2], 2, "tangents")
+        return (_NO, _NO, _tangents_ct((_Z, ts_ct[1], _Z)), raw[3], _NO)
+
+    return out, property_pullback
+
+
+def _through_frule(rule: Any, f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    n, m = len(args), len(ts)
+    if rule.takes_config:
+        out, pb = rcall(rule.impl, CONFIG, *ts, *args)
+        offset = 2
+    else:
+        out, pb = rcall(rule.impl, *ts, *args)
+        offset = 1
+    if out is None:
+        raise NoRuleError(
+            f"nested differentiation: the frule for {_forward._fname(f)} declined these "
+            "arguments; reverse over forward cannot follow its fallback"
+        )
+
+    def frule_pullback(ct: Any) -> tuple:
+        raw = pb(ct)
+        _, ts_ct, args_ct = _cts_of(raw, m, n, offset)
+        return (_NO, _NO, _tangents_ct(ts_ct), *args_ct)
+
+    return out, frule_pullback
+
+
+def _through_method(func: Any, owner: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    n = len(args)
+    inner_ts = (_Z, ts[0], *ts[1:])
+    out, pb = _fcall_rrule(CONFIG, func, inner_ts, owner, *args)
+
+    def method_pullback(ct: Any) -> tuple:
+        raw = pb(ct)  # (fcall, func, ts', owner, *args)
+        ts_ct = entries(raw[2], len(inner_ts), "the tangents of a method call")
+        owner_ct = raw[3]
+        return (_NO, owner_ct, _tangents_ct(ts_ct[1:]), *raw[4 : 4 + n])
+
+    return out, method_pullback
+
+
+def _through_pushforward(f: types.FunctionType, ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    from .transform import forward_transformed
+
+    ḟ = ts[0]
+    closure_active = bool(f.__code__.co_freevars) and not _is_zero(ḟ)
+    entry = forward_transformed(f, closure_active)
+    if not (entry.simple and len(args) == entry.n_positional):
+        raise NoRuleError(
+            f"nested differentiation of {_forward._fname(f)}: reverse over forward supports "
+            "calls that pass every parameter positionally (no defaults left out, no *args, "
+            "keywords or **kwargs).\nTo fix: pass every argument positionally."
+        )
+    gen = entry.instantiate(f)
+    n = len(args)
+    out, pb = rcall_kw(gen, args, {"_ad_dt": ts[1:], "_ad_df": ḟ})
+    own = frozenset(f.__code__.co_freevars)
+
+    def pushforward_pullback(ct: Any) -> tuple:
+        raw = pb(ct)  # (∂gen, ∂args..., {"_ad_dt": ..., "_ad_df": ...})
+        kw = raw[-1]
+        dt = entries(kw["_ad_dt"], n, "the argument tangents")
+        f_ct = _closure_ct(raw[0], own)
+        return (_NO, f_ct, _tangents_ct((kw["_ad_df"], *dt)), *raw[1 : 1 + n])
+
+    return out, pushforward_pullback
+
+
+def _closure_ct(gen_ct: Any, own: frozenset) -> Any:
+    """The cotangent of a function from its generated pushforward's (same cells)."""
+    gen_ct = unthunk(gen_ct)
+    if _is_zero(gen_ct) or not isinstance(gen_ct, Tangent):
+        return _Z
+    b = gen_ct._backing
+    fields = {k: v for k, v in b.items() if k in own and not _is_zero(v)}
+    return Tangent[types.FunctionType]._from_backing(fields) if fields else _Z
+
+
+rrule.register(_forward.fcall, config=ADConfig)(_fcall_rrule)
+
+
+@rrule.register(fcall_pair, config=ADConfig)
+def _(config: Any, f: Any, ts: tuple, *args: Any) -> Any:
+    return _fcall_rrule(config, f, ts, *args)
+
+
+def _ffast_rrule(op: Callable) -> Callable:
+    def ffast_rrule(config: Any, a: Any, b: Any, ȧ: Any, ḃ: Any) -> Any:
+        out, pb = _fcall_rrule(config, op, (_Z, ȧ, ḃ), a, b)
+
+        def ffast_pullback(ct: Any) -> tuple:
+            raw = pb(ct)  # (fcall, op, ts, a, b)
+            ts_ct = entries(raw[2], 3, "tangents")
+            return (_NO, raw[3], raw[4], ts_ct[1], ts_ct[2])
+
+        return out, ffast_pullback
+
+    return ffast_rrule
+
+
+for _name in ("add", "sub", "mul", "truediv", "pow"):
+    rrule.register(getattr(_forward_fast, f"ffast_{_name}"), config=ADConfig)(
+        _ffast_rrule(getattr(operator, _name))
+    )
+
+
+@rrule.register(_forward_fast.ffast_neg, config=ADConfig)
+def _(config: Any, a: Any, ȧ: Any) -> Any:
+    out, pb = _fcall_rrule(config, operator.neg, (_Z, ȧ), a)
+
+    def ffast_neg_pullback(ct: Any) -> tuple:
+        raw = pb(ct)
+        ts_ct = entries(raw[2], 2, "tangents")
+        return (_NO, raw[3], ts_ct[1])
+
+    return out, ffast_neg_pullback
+
+
+# --- tangent plumbing: linear maps ---------------------------------------------
+
+
+def _tan_seq_rrule(build: Callable, n_what: str) -> Callable:
+    def tan_seq_rrule(config: Any, *ts: Any) -> Any:
+        n = len(ts)
+
+        def tan_seq_pullback(ct: Any) -> tuple:
+            return (_NO, *entries(ct, n, n_what))
+
+        return build(*ts), tan_seq_pullback
+
+    return tan_seq_rrule
+
+
+rrule.register(_forward.tan_tuple, config=ADConfig)(_tan_seq_rrule(_forward.tan_tuple, "a tuple"))
+rrule.register(_forward.tan_list, config=ADConfig)(_tan_seq_rrule(_forward.tan_list, "a list"))
+
+
+@rrule.register(_forward.split, config=ADConfig)
+def _(config: Any, ṫ: Any, n: int) -> Any:
+    out = _forward.split(ṫ, n)
+
+    def split_pullback(ct: Any) -> tuple:
+        cts = entries(ct, n, "an unpacked tangent")
+        return (_NO, _tangents_ct(cts), _NO)
+
+    return out, split_pullback
+
+
+@rrule.register(unthunk, config=ADConfig)
+def _(config: Any, x: Any) -> Any:
+    def unthunk_pullback(ȳ: Any) -> tuple:
+        return (_NO, ȳ)
+
+    return unthunk(x), unthunk_pullback
+
+
+# --- ad's API inside differentiated code ------------------------------------------
+
+
+def _as_tangent(ḡ: Any) -> Any:
+    """A cotangent used as a tangent: the same vector, zeros kept symbolic."""
+    ḡ = unthunk(ḡ)
+    if ḡ is None:
+        return _Z
+    return ḡ
+
+
+@rrule.register(_api.gradient, config=ADConfig)
+def _(config: Any, f: Any, *args: Any) -> Any:
+    g = _api.gradient(f, *args)
+    n = len(args)
+
+    def gradient_pullback(ḡ: Any) -> tuple:
+        ḡs = tuple(_as_tangent(c) for c in entries(ḡ, n, "a gradient tuple"))
+        if all(_is_zero(c) for c in ḡs):
+            return (_NO, _Z, *([_Z] * n))
+        raw = reverse_over_forward(directional, 1.0, f, (_Z, *ḡs), *args)
+        return (_NO, raw[1], *raw[3:])  # raw: (directional, f, ts, *args)
+
+    return g, gradient_pullback
+
+
+def _gradient_frule(config: Any, ṡ: Any, *rest: Any) -> Any:
+    """Forward mode over ``gradient``: ``ġ = ∇ₓ ⟨Df(x), (ḟ, ẋ)⟩``, a Hessian-vector
+    product (plus the derivative through ``f``'s captured variables along ``ḟ``)."""
+    m = len(rest) // 2
+    ts, (f, *args) = rest[:m], rest[m:]
+    g = _api.gradient(f, *args)
+    if all(_is_zero(unthunk(t)) for t in ts):
+        return g, _Z
+    raw = reverse_over_forward(directional, 1.0, f, tuple(unthunk(t) for t in ts), *args)
+    return g, _TupleT._from_backing(tuple(raw[3:]))  # raw: (directional, f, ts, *args)
+
+
+frule.register(_api.gradient, config=ADConfig)(_gradient_frule)
+
+
+@rrule.register(_api.withgradient, config=ADConfig)
+def _(config: Any, f: Any, *args: Any) -> Any:
+    out = _api.withgradient(f, *args)
+    n = len(args)
+
+    def withgradient_pullback(ct: Any) -> tuple:
+        v̄, ḡ = entries(ct, 2, "withgradient's (val, grad)")
+        v̄ = unthunk(v̄)
+        if type(out.val) is tuple:
+            v̄ = entries(v̄, len(out.val), "the value tuple")[0]
+        ḡs = tuple(_as_tangent(c) for c in entries(ḡ, n, "a gradient tuple"))
+        if _is_zero(v̄) and all(_is_zero(c) for c in ḡs):
+            return (_NO, _Z, *([_Z] * n))
+        w = 0.0 if _is_zero(v̄) else v̄
+        raw = reverse_over_forward(weighted, 1.0, f, w, (_Z, *ḡs), *args)
+        return (_NO, raw[1], *raw[4:])  # raw: (weighted, f, w, ts, *args)
+
+    return out, withgradient_pullback
+
+
+@rrule.register(_forward_api.jvp, config=ADConfig)
+def _(config: Any, f: Any, args: tuple, tangents: tuple) -> Any:
+    out = _forward_api.jvp(f, args, tangents)
+    n = len(args)
+    ts = tuple(_as_tangent(t) for t in tangents)
+
+    def jvp_pullback(ct: Any) -> tuple:
+        raw = reverse_over_forward(fcall_pair, ct, f, (_Z, *ts), *args)
+        # raw: (fcall_pair, f, ts, *args)
+        ts_ct = entries(raw[2], n + 1, "tangents")
+        return (_NO, raw[1], _tangents_ct(raw[3 : 3 + n]), _tangents_ct(ts_ct[1:]))
+
+    return out, jvp_pullback
+
+
+# --- zero tangents in arithmetic (frule bodies start sums at ZeroTangent()) --------
+
+
+def _zero_arith(op: Callable) -> Callable:
+    """The rrule of ``op`` with a zero on one side: the zero is a constant, so only
+    ``+`` and ``-`` pass a cotangent on (to the other operand)."""
+    linear = op is operator.add or op is operator.sub
+
+    def zero_arith_rrule(config: Any, a: Any, b: Any) -> Any:
+        y = op(a, b)
+
+        def zero_arith_pullback(ȳ: Any) -> tuple:
+            if not linear or _is_zero(y):
+                return (_NO, _Z, _Z)
+            if _is_zero(a):  # y = ±b
+                return (_NO, _Z, -unthunk(ȳ) if op is operator.sub else ȳ)
+            return (_NO, ȳ, _Z)  # y = a
+
+        return y, zero_arith_pullback
+
+    return zero_arith_rrule
+
+
+for _op in (operator.add, operator.sub, operator.mul, operator.truediv, operator.matmul):
+    for _types in ((AbstractZero, object), (object, AbstractZero), (AbstractZero, AbstractZero)):
+        rrule.register_signature(_op, _zero_arith(_op), _types, ADConfig)
+
+
+@rrule.register(operator.neg, config=ADConfig)
+def _(config: Any, a: AbstractZero) -> Any:
+    return a, lambda ȳ: (_NO, _Z)
+
+
+@rrule.register(reverse_over_forward, config=ADConfig)
+def _(config: Any, kernel: Callable, seed: Any, *args: Any) -> Any:
+    raise NotImplementedError(
+        "nested differentiation goes to second order: differentiating a second "
+        "derivative again (a third derivative, or a hessian inside gradient) is not "
+        "supported.\nTo fix: differentiate the second derivative by finite differences, "
+        "or write its formula by hand."
+    )
