@@ -204,6 +204,25 @@ def test_same_shaped_lambdas_on_one_line_use_column_positions():
     assert ad.gradient(g, 1.0) == (3.0,)
 
 
+def _pair(a, b, *, scale=1.0):
+    return a * scale, b * scale
+
+
+TABLE = {
+    "cube": lambda x: x**3,
+}
+
+
+def test_lambdas_inside_call_arguments_and_dict_entries_are_found():
+    # The lambda's line is not a statement on its own: a continuation line
+    # with keyword arguments, and an entry of a dict display.
+    got = _pair(
+        ad.gradient(lambda x: x * 2.0, 1.0)[0], ad.gradient(lambda y: y**2, 1.0)[0], scale=1.0
+    )
+    assert got == (2.0, 2.0)
+    assert ad.gradient(TABLE["cube"], 2.0) == (12.0,)
+
+
 def test_first_transform_is_cached_per_code_object():
     from ad import transform
 

@@ -141,6 +141,7 @@ def _parse(text: str, code: types.CodeType) -> tuple[ast.Module, int]:
             (chunk.rstrip(",;:"), 0),
             ("(" + chunk + ")", 1),
             ("{" + chunk.rstrip(",") + "}", 1),  # an entry of a dict display
+            ("_(" + chunk.rstrip(",") + ")", 2),  # arguments of a call, keywords included
         )
         for candidate, extra in candidates:
             try:
