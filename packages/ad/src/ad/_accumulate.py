@@ -63,8 +63,28 @@ def acc(a: Any, b: Any) -> Any:
             b = b.unthunk()
         return a + b
     if isinstance(a, AbstractThunk):
+        # A thunk only the caller's variable holds (as for an array above) caches
+        # its value and dies with that variable: when the value is held by the
+        # thunk and this frame alone, it is ours to update.
+        mine = _getrefcount(a) <= 3 and (
+            type(a) is not _InplaceableThunk or _getrefcount(a.thunk) <= 2
+        )
         a = a.unthunk()
         ta = type(a)
+        if (
+            mine
+            and ta is _ndarray
+            and _getrefcount(a) <= 3
+            and a.base is None
+            and a.flags.writeable
+        ):
+            if type(b) is _InplaceableThunk:
+                return b.add_fn(a)
+            if isinstance(b, AbstractThunk):
+                b = b.unthunk()
+            if type(b) is _ndarray and b.shape == a.shape and b.dtype == a.dtype:
+                a += b
+                return a
     if isinstance(b, AbstractThunk):
         b = b.unthunk()
     if ta is list or ta is tuple:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from rules._util import unbroadcast
-from rulescore import NoTangent, rrule, unthunk
+from rulescore import NoTangent, Thunk, rrule, unthunk
 
 from ._config import ADConfig
 
@@ -44,11 +44,12 @@ class _Flags:
     """The same flags as attributes, read by the arithmetic the reverse pass inlines;
     ``arrays`` holds the operators whose rule on two float arrays is still the built-in one."""
 
-    __slots__ = ("add", "arrays", "mul", "neg", "pow", "sub", "truediv")
+    __slots__ = ("add", "arrays", "mul", "neg", "pow", "scalar_arrays", "sub", "truediv")
 
     def __init__(self) -> None:
         self.add = self.sub = self.mul = self.neg = self.truediv = self.pow = False
         self.arrays: frozenset = frozenset()
+        self.scalar_arrays: frozenset = frozenset()
 
 
 FLAGS = _Flags()
@@ -74,6 +75,12 @@ def _refresh() -> None:
         [f for f in _BINARY if f is not operator.pow and _builtin_rule(f, (arr, arr))]
         + ([operator.pow] if _builtin_rule(operator.pow, (arr, int)) else [])
         + ([operator.neg] if _builtin_rule(operator.neg, (arr,)) else [])
+    )
+    # A Python number and a float array, either way round.
+    FLAGS.scalar_arrays = frozenset(
+        f
+        for f in (operator.add, operator.sub, operator.mul, operator.truediv)
+        if all(_builtin_rule(f, p) for s in (float, int) for p in ((s, arr), (arr, s)))
     )
     _SCALAR.clear()
 
@@ -221,6 +228,9 @@ def fasti_add(a: Any, b: Any) -> Any:
         if a.shape == b.shape:
             return y, None
         return y, _broadcast_pullback(a, b, 1.0)
+    side = _scalar_and_array(a, b, operator.add)
+    if side:
+        return a + b, _scalar_array_pullback(operator.add, a, b, side, None)
     return fast_add(a, b)
 
 
@@ -230,19 +240,75 @@ def fasti_sub(a: Any, b: Any) -> Any:
         if a.shape == b.shape:
             return y, None
         return y, _broadcast_pullback(a, b, -1.0)
+    side = _scalar_and_array(a, b, operator.sub)
+    if side:
+        return a - b, _scalar_array_pullback(operator.sub, a, b, side, None)
     return fast_sub(a, b)
 
 
 def fasti_mul(a: Any, b: Any) -> Any:
     if _same_float_arrays(a, b) and operator.mul in FLAGS.arrays:
         return a * b, (b, a)
+    side = _scalar_and_array(a, b, operator.mul)
+    if side:
+        return a * b, _scalar_array_pullback(operator.mul, a, b, side, None)
     return fast_mul(a, b)
 
 
 def fasti_truediv(a: Any, b: Any) -> Any:
     if _same_float_arrays(a, b) and operator.truediv in FLAGS.arrays:
         return a / b, (a, b)
+    if _scalar_and_array(a, b, operator.truediv) == 2:  # array / number
+        y = a / b
+        return y, _scalar_array_pullback(operator.truediv, a, b, 2, y)
     return fast_truediv(a, b)
+
+
+# --- a Python number and a float array ---------------------------------------------------
+#
+# ``2.0 * x``, ``1.0 - x``, ``x / n``: the rule's pullback, without its dispatch,
+# partial-function table and broadcasting checks. The array's cotangent is
+# computed as the rule computes it (``ȳ * 2.0``, ``-ȳ``, ``ȳ * (1 / n)``); the
+# number's (a sum over the array) stays a thunk, as in the rule, since the number
+# is usually a constant whose cotangent is dropped. A cotangent that is not a
+# plain array of the output's shape and dtype goes through the rule itself.
+
+
+def _scalar_and_array(a: Any, b: Any, op: Any) -> int:
+    """2 for ``array op number``, 1 for ``number op array``, 0 otherwise."""
+    ta, tb = type(a), type(b)
+    if ta is _ndarray:
+        if (tb is _float or tb is _int) and a.dtype.kind == "f" and op in FLAGS.scalar_arrays:
+            return 2
+    elif tb is _ndarray and (ta is _float or ta is _int):
+        if b.dtype.kind == "f" and op in FLAGS.scalar_arrays:
+            return 1
+    return 0
+
+
+def _scalar_array_pullback(op: Any, a: Any, b: Any, side: int, y: Any) -> Any:
+    arr = b if side == 1 else a
+    shape, dtype = arr.shape, arr.dtype
+
+    def scalar_array_pullback(ȳ: Any) -> tuple:
+        if type(ȳ) is not _ndarray or ȳ.shape != shape or ȳ.dtype != dtype:
+            return _rcall(op, a, b)[1](ȳ)  # thunks, zeros, other dtypes: the rule
+        if op is operator.mul:
+            if side == 1:
+                return (_NO, Thunk(lambda: unbroadcast(a, ȳ * b)), ȳ * a)
+            return (_NO, ȳ * b, Thunk(lambda: unbroadcast(b, ȳ * a)))
+        if op is operator.add:
+            if side == 1:
+                return (_NO, Thunk(lambda: unbroadcast(a, ȳ)), ȳ)
+            return (_NO, ȳ, Thunk(lambda: unbroadcast(b, ȳ)))
+        if op is operator.sub:
+            if side == 1:
+                return (_NO, Thunk(lambda: unbroadcast(a, ȳ)), -ȳ)
+            return (_NO, ȳ, Thunk(lambda: unbroadcast(b, -ȳ)))
+        # array / number: ∂x = 1 / y, ∂y = -Ω / y (the rule's partials)
+        return (_NO, ȳ * (1 / b), Thunk(lambda: unbroadcast(b, ȳ * (-y / b))))
+
+    return scalar_array_pullback
 
 
 def fasti_pow(a: Any, n: Any) -> Any:

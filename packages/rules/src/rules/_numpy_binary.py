@@ -15,10 +15,11 @@ numpy returns) and loses for ``fmax``/``fmin``. ``np.clip`` at a bound
 The arithmetic ufuncs (``add``, ``power``, ...) are in the operator rules.
 
 >>> import numpy as np
->>> from rulescore import rrule
+>>> from rulescore import rrule, unthunk
 >>> y, pb = rrule(np.maximum, np.array([1.0, 2.0, 5.0]), 3.0)
->>> pb(np.ones(3))      # the scalar gets the sum over the broadcast entries
-(NoTangent(), array([0., 0., 1.]), 2.0)
+>>> _, dx, dy = pb(np.ones(3))
+>>> dx, unthunk(dy)     # the scalar gets the sum over the broadcast entries (computed lazily)
+(array([0., 0., 1.]), 2.0)
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from rulescore import NoTangent, ZeroTangent, frule, non_differentiable, rrule, unthunk
+from rulescore import NoTangent, Thunk, ZeroTangent, frule, non_differentiable, rrule, unthunk
 
 from ._numpy_elementwise import conj_if_complex, no_ufunc_kwargs
 from ._util import is_zero, project, unbroadcast
@@ -49,20 +50,45 @@ def _split(first: Any, tie: Any, Ω: Any) -> tuple[Any, Any]:
     return wx, 1 - wx
 
 
+def _maximum_first(x: Any, y: Any) -> Any:
+    return (x > y) | np.isnan(x)
+
+
+def _minimum_first(x: Any, y: Any) -> Any:
+    return (x < y) | np.isnan(x)
+
+
+def _fmax_first(x: Any, y: Any) -> Any:
+    return (x > y) | np.isnan(y)
+
+
+def _fmin_first(x: Any, y: Any) -> Any:
+    return (x < y) | np.isnan(y)
+
+
+# ufunc -> (x, y) -> where the output is x's entry (ties excluded).
+_FIRST: dict[Any, Callable[[Any, Any], Any]] = {
+    np.maximum: _maximum_first,
+    np.minimum: _minimum_first,
+    np.fmax: _fmax_first,
+    np.fmin: _fmin_first,
+}
+
+
 def _maximum_partials(x: Any, y: Any, Ω: Any) -> tuple:
-    return _split((x > y) | np.isnan(x), x == y, Ω)
+    return _split(_maximum_first(x, y), x == y, Ω)
 
 
 def _minimum_partials(x: Any, y: Any, Ω: Any) -> tuple:
-    return _split((x < y) | np.isnan(x), x == y, Ω)
+    return _split(_minimum_first(x, y), x == y, Ω)
 
 
 def _fmax_partials(x: Any, y: Any, Ω: Any) -> tuple:
-    return _split((x > y) | np.isnan(y), x == y, Ω)
+    return _split(_fmax_first(x, y), x == y, Ω)
 
 
 def _fmin_partials(x: Any, y: Any, Ω: Any) -> tuple:
-    return _split((x < y) | np.isnan(y), x == y, Ω)
+    return _split(_fmin_first(x, y), x == y, Ω)
 
 
 def _arctan2_partials(x1: Any, x2: Any, Ω: Any) -> tuple:
@@ -128,8 +154,18 @@ def _cotangent(x: Any, ȳ: Any, p: Any) -> Any:
     return unbroadcast(x, ȳ * conj_if_complex(p))
 
 
+def _selected(x: Any, ȳ: Any, mask: Any, Ω: Any) -> Any:
+    """``unbroadcast(x, ȳ * mask)``: eager for an argument of the output's shape (the
+    cotangent is used), a thunk for one that must be summed (a constant bound such as
+    the ``0.0`` of ``np.maximum(z, 0.0)``, whose cotangent is usually dropped)."""
+    if type(x) is np.ndarray and x.shape == Ω.shape:
+        return unbroadcast(x, ȳ * mask)
+    return Thunk(lambda: unbroadcast(x, ȳ * mask))
+
+
 def _register_binary(f: Any, partials: Callable[[Any, Any, Any], tuple]) -> None:
     name = f.__name__
+    first_of = _FIRST.get(f)
 
     def binary_rrule(x: Any, y: Any, **kwargs: Any) -> Any:
         no_ufunc_kwargs(f, kwargs)
@@ -139,7 +175,20 @@ def _register_binary(f: Any, partials: Callable[[Any, Any, Any], tuple]) -> None
             ȳ = unthunk(ȳ)
             if is_zero(ȳ):
                 return NoTangent(), ZeroTangent(), ZeroTangent()
-            px, py = partials(_arr(x), _arr(y), Ω)
+            xa, ya = _arr(x), _arr(y)
+            if (
+                first_of is not None
+                and type(Ω) is np.ndarray
+                and Ω.dtype.kind == "f"
+                and type(ȳ) is np.ndarray
+                and ȳ.dtype == Ω.dtype
+            ):
+                # maximum & co. without ties: the weights are exactly 1 and 0, so
+                # multiplying by the boolean masks gives what _split's weights give.
+                first = first_of(xa, ya)
+                if not np.any(xa == ya):
+                    return NoTangent(), _selected(x, ȳ, first, Ω), _selected(y, ȳ, ~first, Ω)
+            px, py = partials(xa, ya, Ω)
             return NoTangent(), _cotangent(x, ȳ, px), _cotangent(y, ȳ, py)
 
         binary_pullback.__name__ = binary_pullback.__qualname__ = f"{name}_pullback"

@@ -26,6 +26,7 @@ with the operator rules, the binary ones here in :mod:`rules._numpy_binary`.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -54,6 +55,14 @@ def _arccosh_d(x: Any, Ω: Any) -> Any:
     return 1 / (np.sqrt(x - 1) * np.sqrt(x + 1))
 
 
+def _one_minus_square(Ω: Any) -> Any:
+    """``1 - Ω * Ω``, in one fresh buffer for an array (the same values, one temporary)."""
+    if type(Ω) is np.ndarray:
+        d = Ω * Ω
+        return np.subtract(1, d, out=d)
+    return 1 - Ω * Ω
+
+
 # ufunc -> f'(x) given (x, Ω); the x of a list argument arrives as an array.
 HOLOMORPHIC: dict[Any, Callable[[Any, Any], Any]] = {
     np.sin: lambda x, Ω: np.cos(x),
@@ -64,7 +73,7 @@ HOLOMORPHIC: dict[Any, Callable[[Any, Any], Any]] = {
     np.arctan: lambda x, Ω: 1 / (1 + x * x),
     np.sinh: lambda x, Ω: np.cosh(x),
     np.cosh: lambda x, Ω: np.sinh(x),
-    np.tanh: lambda x, Ω: 1 - Ω * Ω,
+    np.tanh: lambda x, Ω: _one_minus_square(Ω),
     np.arcsinh: lambda x, Ω: 1 / np.sqrt(x * x + 1),
     np.arccosh: _arccosh_d,
     np.arctanh: lambda x, Ω: 1 / (1 - x * x),
@@ -84,6 +93,11 @@ HOLOMORPHIC: dict[Any, Callable[[Any, Any], Any]] = {
     np.rad2deg: lambda x, Ω: _DEG,
     np.degrees: lambda x, Ω: _DEG,
 }
+
+# Derivatives that read only the output Ω: their pullbacks need not keep ``x`` alive.
+OUTPUT_ONLY = frozenset(
+    [np.tan, np.tanh, np.exp, np.exp2, np.expm1, np.sqrt, np.cbrt, np.reciprocal]
+)
 
 # Piecewise constant: the derivative is zero wherever it exists.
 PIECEWISE_CONSTANT = (np.floor, np.ceil, np.trunc, np.rint)
@@ -126,18 +140,77 @@ def _name(fn: Callable, name: str) -> Callable:
     return fn
 
 
+def _times(ȳ: Any, p: Any) -> Any:
+    """``ȳ * p``, written into ``p`` when ``p`` is a fresh real array nobody else holds
+    and already has the product's shape and dtype.
+
+    Call it with ``p`` as a temporary (never a variable): CPython's reference count
+    is then 2 (this parameter and getrefcount's argument) exactly when nothing else
+    holds ``p``; an output ``Ω`` that the derivative returns as is (``exp``) is also
+    held by the pullback's closure, so it is never overwritten."""
+    if (
+        type(p) is _ndarray
+        and type(ȳ) is _ndarray
+        and _getrefcount(p) <= 2
+        and p.base is None
+        and p.dtype.kind == "f"
+        and p.shape == ȳ.shape
+        and p.dtype == ȳ.dtype
+        and p.flags.writeable
+    ):
+        return _multiply(ȳ, p, out=p)
+    return ȳ * p
+
+
+_ndarray = np.ndarray
+_multiply = np.multiply
+_getrefcount = sys.getrefcount
+
+
+class _Like:
+    """What projection reads of an array primal (type, dtype, shape), without its data:
+    pullbacks whose derivative needs only the output keep this instead of ``x``."""
+
+    __slots__ = ("dtype", "shape")
+
+    def __init__(self, x: np.ndarray) -> None:
+        self.dtype, self.shape = x.dtype, x.shape
+
+    def zeros(self) -> np.ndarray:
+        return np.zeros(self.shape, self.dtype)
+
+
+def _project_like(x: Any, d: Any) -> Any:
+    if type(x) is _Like:
+        if type(d) is _ndarray and d.shape == x.shape and d.dtype == x.dtype:
+            return d
+        x = x.zeros()  # the rare case: a stand-in with x's type, dtype and shape
+    return project(x, d)
+
+
 def _register_holomorphic(f: Any, deriv: Callable[[Any, Any], Any]) -> None:
     name = f.__name__
+    output_only = f in OUTPUT_ONLY
 
     def holomorphic_rrule(x: Any, **kwargs: Any) -> Any:
         no_ufunc_kwargs(f, kwargs)
         Ω = f(x)
+        if output_only and type(x) is _ndarray and type(Ω) is _ndarray and Ω.dtype.kind == "f":
+            x_like: Any = _Like(x)
+
+            def holomorphic_pullback(ȳ: Any) -> tuple:
+                ȳ = unthunk(ȳ)
+                if is_zero(ȳ):
+                    return NoTangent(), ZeroTangent()
+                return NoTangent(), _project_like(x_like, _times(ȳ, deriv(None, Ω)))
+
+            return Ω, _name(holomorphic_pullback, f"{name}_pullback")
 
         def holomorphic_pullback(ȳ: Any) -> tuple:
             ȳ = unthunk(ȳ)
             if is_zero(ȳ):
                 return NoTangent(), ZeroTangent()
-            return NoTangent(), project(x, ȳ * conj_if_complex(deriv(_arr(x), Ω)))
+            return NoTangent(), project(x, _times(ȳ, conj_if_complex(deriv(_arr(x), Ω))))
 
         return Ω, _name(holomorphic_pullback, f"{name}_pullback")
 

@@ -31,8 +31,17 @@ def unbroadcast(x: Any, dx: Any) -> Any:
     >>> unbroadcast(2.0, np.ones((2, 2)))
     4.0
     """
-    if type(dx) is _ndarray and type(x) is _ndarray and dx.shape == x.shape and dx.dtype == x.dtype:
-        return dx  # the common case: nothing to reduce, nothing to project
+    if type(dx) is _ndarray and type(x) is _ndarray:
+        shape = x.shape
+        if dx.shape == shape:
+            if dx.dtype == x.dtype:
+                return dx  # the common case: nothing to reduce, nothing to project
+        elif dx.ndim >= len(shape) and dx.dtype == x.dtype and dx.dtype.kind == "f":
+            # A float bias broadcast over leading axes (and size-1 axes): the sum below,
+            # without the general path's conversions; projection would return it as is.
+            summed = _sum_to(dx, shape)
+            if summed.shape == shape:
+                return summed
     dx = unthunk(dx)
     if isinstance(dx, AbstractZero):
         return dx
@@ -44,14 +53,21 @@ def unbroadcast(x: Any, dx: Any) -> Any:
         if extra < 0:
             dx = np.broadcast_to(dx, shape)
         else:
-            axes = tuple(range(extra)) + tuple(
-                i + extra for i, n in enumerate(shape) if n == 1 and dx.shape[i + extra] != 1
-            )
-            if axes:
-                dx = dx.sum(axis=axes, keepdims=True)
-            if extra:
-                dx = dx.reshape(dx.shape[extra:])
+            dx = _sum_to(dx, shape)
     return project(x, dx)
+
+
+def _sum_to(dx: Any, shape: tuple) -> Any:
+    extra = dx.ndim - len(shape)
+    dshape = dx.shape
+    axes = tuple(range(extra)) + tuple(
+        i + extra for i, n in enumerate(shape) if n == 1 and dshape[i + extra] != 1
+    )
+    if axes:
+        dx = dx.sum(axis=axes, keepdims=True)
+    if extra:
+        dx = dx.reshape(dx.shape[extra:])
+    return dx
 
 
 def project(x: Any, dx: Any) -> Any:
