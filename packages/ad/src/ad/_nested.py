@@ -37,15 +37,24 @@ from rulescore import (
     NoTangent,
     Tangent,
     ZeroTangent,
+    backing,
     frule,
+    non_differentiable,
     rrule,
     unthunk,
 )
 
-from . import _api, _forward, _forward_api, _forward_fast, _rules_objects
+from . import (
+    _api,
+    _forward,
+    _forward_api,
+    _forward_fast,
+    _rules_containers,
+    _rules_objects,
+)
 from ._config import ADConfig
 from ._cotangents import entries
-from ._runtime import rcall, rcall_kw
+from ._runtime import call_function, rcall, rcall_kw
 from .errors import NoRuleError
 
 __all__ = ["directional", "fcall_pair", "reverse_over_forward", "weighted"]
@@ -56,6 +65,7 @@ _TupleT = Tangent[tuple]
 _FunctionType = types.FunctionType
 _MethodType = types.MethodType
 CONFIG = ADConfig()
+_RRULES = rrule.table._rules
 
 
 def _is_zero(x: Any) -> bool:
@@ -144,6 +154,10 @@ def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Calla
             return _through_property(prop.fget, ts, args[0])
     if _forward._hashable(f) and f in _STRUCTURAL:
         return _through_linear(f, ts, args)
+    if f is _rules_containers.apply and not args[2]:  # f(*args): the call itself
+        return _through_apply(ts, args)
+    if f is _rules_objects.append:
+        return _through_append(ts, args)
     if tf is _FunctionType and f not in _forward._FRULES:
         return _through_pushforward(f, ts, args)
     if _forward._hashable(f) and f in _forward._FRULES:
@@ -165,6 +179,79 @@ def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Calla
         "frule, and methods).\nTo fix: call it through a Python function, or register an "
         "frule for it."
     )
+
+
+def _fcall_gen_rrule(
+    config: Any,
+    f: Any,
+    ḟ: Any,
+    args: tuple,
+    arg_ts: tuple,
+    stars: tuple | None,
+    kwnames: tuple,
+    kwvalues: tuple,
+    kw_ts: tuple,
+) -> tuple[Any, Callable]:
+    """``rrule`` of ``fcall_gen``: a forward-mode call with keyword arguments."""
+    name = _forward._fname(f)
+    if stars is not None or None in kwnames:
+        raise NoRuleError(
+            f"nested differentiation: the forward-mode call of {name} passes *args or "
+            "**kwargs, which reverse over forward does not follow.\nTo fix: pass the "
+            "arguments one by one."
+        )
+    if not all(_is_zero(t) for t in kw_ts):
+        raise NoRuleError(
+            f"nested differentiation: a keyword argument of {name} carries a derivative "
+            "in forward mode, which reverse over forward does not follow.\nTo fix: pass "
+            "it positionally."
+        )
+    args, arg_ts = tuple(args), tuple(arg_ts)
+    n, m = len(args), len(kwnames)
+    kwargs = dict(zip(kwnames, kwvalues))
+    ts = (ḟ, *arg_ts)
+    if all(_is_zero(t) for t in ts):
+        y, pb = rcall_kw(f, args, kwargs)
+        ẏ: Any = _Z
+        offset, n_ts = 1, 0
+    else:
+        rule = None
+        if _forward._hashable(f) and f in _forward._FRULES:
+            rule = _forward._lookup(f, tuple(map(type, args)), ADConfig)
+        if rule is None:
+            raise NoRuleError(
+                f"nested differentiation: {name} is called with keyword arguments; reverse "
+                "over forward follows such calls only into functions with an frule.\nTo "
+                "fix: pass every argument positionally."
+            )
+        call_args = (CONFIG, *ts, *args) if rule.takes_config else (*ts, *args)
+        (y, ẏ), pb = call_function(rule.impl, call_args, kwargs, False)
+        offset, n_ts = (2 if rule.takes_config else 1), len(ts)
+
+    def fcall_gen_pullback(ct: Any) -> tuple:
+        ȳ, ẏ̄ = _pair(ct)
+        raw = pb(ȳ) if n_ts == 0 else pb(_TupleT._from_backing((ȳ, ẏ̄)))
+        ts_ct = raw[offset : offset + n_ts] if n_ts else (_Z,) * (n + 1)
+        args_ct = raw[offset + n_ts : offset + n_ts + n]
+        kw = raw[-1] if isinstance(raw[-1], dict) else {}
+        kw_ct = tuple(kw.get(k, _Z) for k in kwnames)
+        f_ct = raw[0] if n_ts == 0 else _NO
+        return (
+            _NO,
+            f_ct,
+            ts_ct[0],
+            _tangents_ct(args_ct),
+            _tangents_ct(ts_ct[1:]),
+            _NO,
+            _NO,
+            _tangents_ct(kw_ct),
+            _tangents_ct((_Z,) * m),
+        )
+
+    return (y, ẏ), fcall_gen_pullback
+
+
+rrule.register(_forward.fcall_gen, config=ADConfig)(_fcall_gen_rrule)
 
 
 def _structural() -> frozenset:
@@ -206,6 +293,46 @@ def _through_linear(f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
     return (y, ẏ), structural_pullback
 
 
+def _through_apply(ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    fn, a = args[0], tuple(args[1])
+    n = len(a)
+    a_ts = _forward.entries(ts[2], n, a)
+    out, pb = _fcall_rrule(CONFIG, fn, (ts[1], *a_ts), *a)
+
+    def apply_pullback(ct: Any) -> tuple:
+        raw = pb(ct)  # (fcall, fn, (ḟn, *ȧ), *a)
+        ts_ct = entries(raw[2], n + 1, "tangents")
+        args_ct = _tangents_ct(raw[3 : 3 + n])
+        return (
+            _NO,
+            _NO,
+            _tangents_ct((_Z, ts_ct[0], _tangents_ct(ts_ct[1:]), _Z)),
+            raw[1],
+            args_ct,
+            _NO,
+        )
+
+    return out, apply_pullback
+
+
+def _through_append(ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    """``lst.append(value)`` (a list being built): append once, tangents beside it."""
+    lst, value = args
+    n = len(lst)
+    es = _forward.entries(ts[1], n, lst)
+    y, pb = rcall(_rules_objects.append, lst, value)
+    ẏ = _forward.tan_list(*es, ts[2])
+
+    def append_pullback(ct: Any) -> tuple:
+        ȳ, ẏ̄ = _pair(ct)
+        cts = pb(ȳ) if not _is_zero(unthunk(ȳ)) else (_NO, _Z, _Z)
+        tcts = entries(ẏ̄, n + 1, "a list's tangent")
+        l̇_ct = _Z if all(_is_zero(c) for c in tcts[:n]) else Tangent[list]._from_backing(tcts[:n])
+        return (_NO, _NO, _tangents_ct((_Z, l̇_ct, tcts[n])), cts[1], cts[2])
+
+    return (y, ẏ), append_pullback
+
+
 def _through_property(fget: Any, ts: tuple, obj: Any) -> tuple[Any, Callable]:
     out, pb = _fcall_rrule(CONFIG, fget, (_Z, ts[1]), obj)
 
@@ -219,12 +346,15 @@ def _through_property(fget: Any, ts: tuple, obj: Any) -> tuple[Any, Callable]:
 
 def _through_frule(rule: Any, f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
     n, m = len(args), len(ts)
-    if rule.takes_config:
-        out, pb = rcall(rule.impl, CONFIG, *ts, *args)
-        offset = 2
+    # A rule's captured variables (the function it was made for, its partials)
+    # are constants: differentiate its body with the closure inactive.
+    call_args = (CONFIG, *ts, *args) if rule.takes_config else (*ts, *args)
+    offset = 2 if rule.takes_config else 1
+    impl = rule.impl
+    if type(impl) is _FunctionType and impl not in _RRULES:
+        out, pb = call_function(impl, call_args, None, False)
     else:
-        out, pb = rcall(rule.impl, *ts, *args)
-        offset = 1
+        out, pb = rcall(impl, *call_args)
     if out is None:
         raise NoRuleError(
             f"nested differentiation: the frule for {_forward._fname(f)} declined these "
@@ -343,6 +473,21 @@ def _tan_seq_rrule(build: Callable, n_what: str) -> Callable:
         return build(*ts), tan_seq_pullback
 
     return tan_seq_rrule
+
+
+@rrule.register(_forward.tan_dict, config=ADConfig)
+def _(config: Any, keys: tuple, ts: tuple) -> Any:
+    n = len(ts)
+
+    def tan_dict_pullback(ct: Any) -> tuple:
+        ct = unthunk(ct)
+        if _is_zero(ct):
+            return (_NO, _NO, _Z)
+        b = ct._backing if isinstance(ct, Tangent) else ct
+        return (_NO, _NO, _tangents_ct(tuple(b.get(k, _Z) for k in keys)))
+
+    assert len(keys) == n
+    return _forward.tan_dict(keys, ts), tan_dict_pullback
 
 
 rrule.register(_forward.tan_tuple, config=ADConfig)(_tan_seq_rrule(_forward.tan_tuple, "a tuple"))
@@ -485,3 +630,39 @@ def _(config: Any, kernel: Callable, seed: Any, *args: Any) -> Any:
         "supported.\nTo fix: differentiate the second derivative by finite differences, "
         "or write its formula by hand."
     )
+
+
+# --- plumbing that rule bodies use ----------------------------------------------------
+
+non_differentiable(_forward.is_zero)
+
+
+@rrule.register(backing, config=ADConfig)
+def _(config: Any, t: Any) -> Any:
+    kind = type(t)
+
+    def backing_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        if _is_zero(ȳ):
+            return (_NO, _Z)
+        if isinstance(ȳ, Tangent):
+            ȳ = ȳ._backing
+        return (_NO, kind._from_backing(tuple(ȳ) if isinstance(ȳ, (tuple, list)) else dict(ȳ)))
+
+    return backing(t), backing_pullback
+
+
+def _getattr_rrule(config: Any, obj: Any, name: str, *default: Any) -> Any:
+    """``getattr(obj, name[, default])`` called as a function: attribute access."""
+    if default and not hasattr(obj, name):
+        return default[0], lambda ȳ: (_NO, _Z, _NO, ȳ)
+    y, pb = rcall(_rules_objects.getattr_, obj, name)
+
+    def getattr_call_pullback(ȳ: Any) -> tuple:
+        return (*pb(ȳ), *([_Z] * len(default)))
+
+    return y, getattr_call_pullback
+
+
+rrule.register_signature(getattr, _getattr_rrule, (object, str), ADConfig)
+rrule.register_signature(getattr, _getattr_rrule, (object, str, object), ADConfig)

@@ -7,6 +7,7 @@ lists the functions covered.
 from . import (  # noqa: F401  (imported for their registrations)
     _builtins,
     _cmath,
+    _helper_rules,
     _higher_order,
     _linalg,
     _math,

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from rulescore import NoTangent, ZeroTangent, frule, rrule, unthunk
+from rulescore import NoTangent, ZeroTangent, frule, non_differentiable, rrule, unthunk
 
 from ._numpy_elementwise import conj_if_complex
 from ._util import is_zero, project
@@ -378,3 +378,8 @@ def _make_extremum(primal: Any) -> tuple[Callable, Callable]:
 
 _register((np.max, np.amax, np.ndarray.max), *_make_extremum(np.max))
 _register((np.min, np.amin, np.ndarray.min), *_make_extremum(np.min))
+
+
+# Option parsing is bookkeeping: nothing flows through it (nested differentiation
+# reads reduction frules' bodies, which call it).
+non_differentiable(bind_options)
