@@ -637,6 +637,22 @@ def _(config: Any, kernel: Callable, seed: Any, *args: Any) -> Any:
 non_differentiable(_forward.is_zero)
 
 
+@rrule.register(Tangent._from_backing.__func__, config=ADConfig)
+def _(config: Any, cls: type, b: Any) -> Any:
+    container = Tangent[tuple] if isinstance(b, tuple) else Tangent[dict]
+
+    def from_backing_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        if _is_zero(ȳ):
+            return (_NO, _NO, _Z)
+        inner = ȳ._backing if isinstance(ȳ, Tangent) else ȳ
+        if isinstance(b, tuple):
+            return (_NO, _NO, container._from_backing(tuple(inner)))
+        return (_NO, _NO, container._from_backing(dict(inner)))
+
+    return cls._from_backing(b), from_backing_pullback
+
+
 @rrule.register(backing, config=ADConfig)
 def _(config: Any, t: Any) -> Any:
     kind = type(t)

@@ -346,6 +346,8 @@ def _call_partial(p: functools.partial, args: tuple, kwargs: dict | None) -> tup
 
 def _construct(cls: type, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
     kwargs = kwargs or {}
+    if issubclass(cls, Tangent):
+        return _construct_tangent(cls, args, kwargs)
     if dataclasses.is_dataclass(cls):
         names = [f.name for f in dataclasses.fields(cls) if f.init]
     elif issubclass(cls, tuple) and hasattr(cls, "_fields"):
@@ -378,6 +380,30 @@ def _construct(cls: type, args: tuple, kwargs: dict | None) -> tuple[Any, Callab
         return (_NO, *cts)
 
     return y, constructor_pullback
+
+
+def _construct_tangent(cls: type, args: tuple, kwargs: dict) -> tuple[Any, Callable]:
+    """``Tangent[P](...)`` in differentiated code (rule bodies, under nested
+    differentiation): a tangent is a vector, built linearly from its entries."""
+    y = cls(*args, **kwargs)
+    n = len(args)
+
+    def tangent_constructor_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        if isinstance(ȳ, AbstractZero):
+            cts: tuple = (_Z,) * n
+            kw = {k: _Z for k in kwargs}
+        else:
+            b = ȳ._backing if isinstance(ȳ, Tangent) else ȳ
+            if isinstance(b, dict):
+                cts = tuple(b.get(i, _Z) for i in range(n))
+                kw = {k: b.get(k, _Z) for k in kwargs}
+            else:
+                cts = tuple(b[i] for i in range(n))
+                kw = {k: _Z for k in kwargs}
+        return (_NO, *cts, kw) if kwargs else (_NO, *cts)
+
+    return y, tangent_constructor_pullback
 
 
 def _python_init(cls: type) -> Any:

@@ -16,15 +16,19 @@ import numpy as np
 
 from rulescore import (
     AbstractZero,
+    HasForwardsMode,
+    HasReverseMode,
     NoTangent,
     ZeroTangent,
     frule,
+    frule_via_ad,
     non_differentiable,
     rrule,
+    rrule_via_ad,
     unthunk,
 )
 
-from . import _linalg_util, _util
+from . import _linalg_basic, _linalg_util, _util
 from ._numpy_elementwise import _one_minus_square
 
 non_differentiable(_util.is_zero)
@@ -49,3 +53,35 @@ def _(ḟ: Any, Ω̇: Any, Ω: Any) -> Any:
     if isinstance(Ω̇, AbstractZero):
         return _one_minus_square(Ω), ZeroTangent()
     return _one_minus_square(Ω), -2 * Ω * Ω̇
+
+
+non_differentiable(_linalg_util.bind)
+
+
+def _delegate(helper: Any, reference: Any) -> None:
+    """Give ``helper`` the rules of ``reference`` (same arguments, same value), which
+    an AD differentiates: ``helper`` keeps a ``try`` or a fast library call that
+    the AD cannot follow."""
+
+    @rrule.register(helper, config=HasReverseMode)
+    def _(config: Any, *args: Any, **kwargs: Any) -> Any:
+        y, pb = rrule_via_ad(config, reference, *args, **kwargs)
+
+        def delegated_pullback(ȳ: Any) -> tuple:
+            return (NoTangent(), *pb(ȳ)[1:])
+
+        return y, delegated_pullback
+
+    @frule.register(helper, config=HasForwardsMode)
+    def _(config: Any, ṡ: Any, *rest: Any, **kwargs: Any) -> Any:
+        n = len(rest) // 2
+        return frule_via_ad(config, (ZeroTangent(), *rest[:n]), reference, *rest[n:], **kwargs)
+
+
+def _solve_with_name(fname: str, a: Any, b: Any) -> Any:
+    return np.linalg.solve(a, b)
+
+
+_delegate(_linalg_basic.det_tangent, _linalg_basic.det_tangent_regular)
+_delegate(_linalg_basic._solve_or_explain, _solve_with_name)
+_delegate(_linalg_util.tri_solve, _linalg_util.tri_solve_reference)

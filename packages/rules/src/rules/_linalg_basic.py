@@ -89,12 +89,20 @@ def _(ḟ, ȧ, a):
     d = np.linalg.det(a)
     if is_zero(ȧ):
         return d, ZeroTangent()
-    ȧ = np.asarray(unthunk(ȧ))
+    return d, project(d, det_tangent(a, d, np.asarray(unthunk(ȧ))))
+
+
+def det_tangent(a: np.ndarray, d: np.ndarray, ȧ: np.ndarray) -> np.ndarray:
+    """``tr(adj(a) ȧ)``, the pushforward of ``det`` (``d = det(a)``); singular ``a`` too."""
     try:
-        ḋ = d * _trace_last(np.linalg.solve(a, ȧ))
+        return d * _trace_last(np.linalg.solve(a, ȧ))
     except np.linalg.LinAlgError:
-        ḋ = _trace_last(_adjugate(a) @ ȧ)
-    return d, project(d, ḋ)
+        return _trace_last(_adjugate(a) @ ȧ)
+
+
+def det_tangent_regular(a: np.ndarray, d: np.ndarray, ȧ: np.ndarray) -> np.ndarray:
+    """``det_tangent`` for an invertible ``a``: the form nested differentiation follows."""
+    return d * _trace_last(np.linalg.solve(a, ȧ))
 
 
 def _solve_or_explain(fname: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ import numpy as np
 from rulescore import NoTangent, ZeroTangent, frule, rrule, unthunk
 
 from ._linalg_util import bind, is_zero, nondiff_rest, warn_gradient
+from ._quiet import quietly
 from ._util import project
 
 
@@ -32,6 +33,10 @@ def _share(mask: np.ndarray, axis) -> np.ndarray:
     return mask / np.sum(mask, axis=axis, keepdims=True)
 
 
+def _power_weights(x, ax, y, ord):
+    return _sign(x) * (ax / np.where(y == 0, 1, y)) ** (ord - 1)
+
+
 def _vector_grad(x, y, ord, axes, fname):
     """∂‖x‖ for a vector norm over ``axes``; ``y`` has those axes kept (size 1)."""
     if ord is None or ord == 2:
@@ -45,8 +50,7 @@ def _vector_grad(x, y, ord, axes, fname):
         return None
     if not isinstance(ord, numbers.Number) or isinstance(ord, str):
         raise ValueError(f"{fname}: invalid ord {ord!r} for a vector norm")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        w = _sign(x) * (ax / np.where(y == 0, 1, y)) ** (ord - 1)
+    w = quietly(_power_weights, x, ax, y, ord)
     w = np.where(y == 0, 0, w)
     if not np.all(np.isfinite(w)):
         warn_gradient(

@@ -70,20 +70,27 @@ def diag_embed(v: np.ndarray) -> np.ndarray:
     return v[..., :, None] * np.eye(k, dtype=v.dtype)
 
 
+try:
+    from scipy.linalg import solve_triangular as _solve_triangular
+except ImportError:  # scipy is optional (the rules[scipy] extra)
+    _solve_triangular = None
+
+
 def tri_solve(a: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
     """Solve ``a x = b`` for a triangular ``a``.
 
     Uses ``scipy.linalg.solve_triangular`` (O(n²) per column) when scipy is
     installed and the matrices are unbatched; otherwise a general solve.
     """
-    if a.ndim == 2 and b.ndim in (1, 2):
-        try:
-            from scipy.linalg import solve_triangular
-        except ImportError:
-            pass
-        else:
-            return solve_triangular(a, b, lower=lower, check_finite=False)
+    if _solve_triangular is not None and a.ndim == 2 and b.ndim in (1, 2):
+        return _solve_triangular(a, b, lower=lower, check_finite=False)
     return np.linalg.solve(a, b)
+
+
+def tri_solve_reference(a: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
+    """``tri_solve`` by a general solve of the triangle: the form nested
+    differentiation follows (only the triangle of ``a`` gets a derivative)."""
+    return np.linalg.solve(np.tril(a) if lower else np.triu(a), b)
 
 
 def rdiv(x: np.ndarray, r: np.ndarray) -> np.ndarray:

@@ -40,6 +40,7 @@ from numpy.lib.array_utils import normalize_axis_tuple
 from rulescore import NoTangent, ZeroTangent, frule, non_differentiable, rrule, unthunk
 
 from ._numpy_elementwise import conj_if_complex
+from ._quiet import quietly
 from ._util import is_zero, project
 
 __all__ = ["bind_options", "reduced_axes"]
@@ -317,10 +318,13 @@ def _make_var(primal: Any, is_std: bool) -> tuple[Callable, Callable]:
     return var_rrule, var_frule
 
 
+def _masked_half_inverse(s: Any) -> Any:
+    return np.where(s == 0, 0, 1 / (2 * s))
+
+
 def _half_inverse(s: Any) -> Any:
     """1 / (2s), the derivative of sqrt at s², taken as 0 where s = 0 (see module doc)."""
-    with np.errstate(divide="ignore"):
-        return np.where(s == 0, 0, 1 / (2 * s))
+    return quietly(_masked_half_inverse, s)
 
 
 _register((np.var, np.ndarray.var), *_make_var(np.var, is_std=False))
