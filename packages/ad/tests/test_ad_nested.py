@@ -206,3 +206,20 @@ def test_nested_call_with_keywords_says_what_is_unsupported():
 
     with pytest.raises(NoRuleError, match="pass every argument positionally"):
         grad(lambda x: grad(inner, x), 1.0)
+
+
+def test_newton_example_converges_to_a_stationary_point():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parents[3] / "examples" / "newton.py"
+    spec = importlib.util.spec_from_file_location("newton_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((50, 3))
+    y = (rng.random(50) < 0.5).astype(float)
+    w, history = module.newton(X, y, steps=6)
+    assert all(b <= a + 1e-15 for a, b in zip(history, history[1:]))
+    g = ad.gradient(lambda w: module.negative_log_likelihood(w, X, y), w)[0]
+    assert np.linalg.norm(g) < 1e-10
