@@ -5,13 +5,14 @@ against central differences of the (first-order, separately tested) gradient."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 import pytest
 
 import ad
-from ad.errors import NonScalarOutputError, NoRuleError
+from ad.errors import NonScalarOutputError
 
 
 def grad(f, x):
@@ -200,12 +201,26 @@ def test_hessian_of_a_non_numeric_argument_is_an_error():
         ad.hessian(lambda s: 1.0, "abc")
 
 
-def test_nested_call_with_keywords_says_what_is_unsupported():
-    def inner(y, scale=2.0):
+def test_inner_functions_with_defaults_keywords_and_star_args():
+    def inner(y, scale=2.0, *rest, power=2):
+        return scale * y**power + sum(rest)
+
+    # d/dx [∂/∂y inner(y) at y = x] for each calling convention
+    assert grad(lambda x: grad(inner, x), 1.5) == pytest.approx(4.0)  # 2 * 2
+    assert grad(lambda x: grad(lambda y: inner(y, 3.0, power=3), x), 2.0) == pytest.approx(36.0)
+    assert grad(lambda x: grad(lambda y: inner(y, x, y, y), 2.0), 1.0) == pytest.approx(4.0)
+    # captured and keyword: d/dx [∂/∂y (x * y**3) at y = x] = d/dx 3x³ = 9x²
+    assert grad(lambda x: grad(lambda y: inner(y, scale=x, power=3), x), 2.0) == pytest.approx(36.0)
+
+
+def test_star_star_kwargs_in_a_nested_call():
+    def inner(y, scale):
         return scale * y**2
 
-    with pytest.raises(NoRuleError, match="pass every argument positionally"):
-        grad(lambda x: grad(inner, x), 1.0)
+    opts = {"scale": 2.0}
+    assert grad(lambda x: grad(lambda y: inner(y, **opts), x), 1.0) == pytest.approx(4.0)
+    # the keyword's value depends on x: d/dx [∂/∂y (x y²) at y = 1] = d/dx 2x = 2
+    assert grad(lambda x: grad(lambda y: inner(y, **{"scale": x}), 1.0), 3.0) == pytest.approx(2.0)
 
 
 def test_newton_example_converges_to_a_stationary_point():
@@ -220,6 +235,14 @@ def test_newton_example_converges_to_a_stationary_point():
     X = rng.standard_normal((50, 3))
     y = (rng.random(50) < 0.5).astype(float)
     w, history = module.newton(X, y, steps=6)
-    assert all(b <= a + 1e-15 for a, b in zip(history, history[1:]))
+    assert all(b <= a + 1e-15 for a, b in itertools.pairwise(history))
     g = ad.gradient(lambda w: module.negative_log_likelihood(w, X, y), w)[0]
     assert np.linalg.norm(g) < 1e-10
+
+
+def test_keyword_argument_carrying_a_derivative_in_the_inner_call():
+    def inner(y, scale=1.0):
+        return scale * y**2
+
+    # d/dx [∂/∂y (y · y²) at y = x] = d/dx 3x² = 6x
+    assert grad(lambda x: grad(lambda y: inner(y, scale=y), x), 2.0) == pytest.approx(12.0)

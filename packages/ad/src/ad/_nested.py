@@ -154,7 +154,7 @@ def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Calla
             return _through_property(prop.fget, ts, args[0])
     if _forward._hashable(f) and f in _STRUCTURAL:
         return _through_linear(f, ts, args)
-    if f is _rules_containers.apply and not args[2]:  # f(*args): the call itself
+    if f is _rules_containers.apply:  # f(*args, **kwargs): the call itself
         return _through_apply(ts, args)
     if f is _rules_objects.append:
         return _through_append(ts, args)
@@ -200,7 +200,8 @@ def _fcall_gen_rrule(
             "**kwargs, which reverse over forward does not follow.\nTo fix: pass the "
             "arguments one by one."
         )
-    if not all(_is_zero(t) for t in kw_ts):
+    python = type(f) is _FunctionType and f not in _forward._FRULES
+    if not python and not all(_is_zero(t) for t in kw_ts):
         raise NoRuleError(
             f"nested differentiation: a keyword argument of {name} carries a derivative "
             "in forward mode, which reverse over forward does not follow.\nTo fix: pass "
@@ -210,7 +211,25 @@ def _fcall_gen_rrule(
     n, m = len(args), len(kwnames)
     kwargs = dict(zip(kwnames, kwvalues))
     ts = (ḟ, *arg_ts)
-    if all(_is_zero(t) for t in ts):
+    if python and not all(_is_zero(t) for t in (*ts, *kw_ts)):
+        out, pf_pb = _pushforward_call(f, ts, args, kwargs, dict(zip(kwnames, kw_ts)))
+
+        def python_kw_pullback(ct: Any) -> tuple:
+            f_ct, ts_ct, args_ct, kw, kw_ts_ct = pf_pb(ct)
+            return (
+                _NO,
+                f_ct,
+                ts_ct[0],
+                _tangents_ct(args_ct),
+                _tangents_ct(ts_ct[1:]),
+                _NO,
+                _NO,
+                _tangents_ct(tuple(kw.get(k, _Z) for k in kwnames)),
+                _tangents_ct(tuple(kw_ts_ct[k] for k in kwnames)),
+            )
+
+        return out, python_kw_pullback
+    if all(_is_zero(t) for t in ts) and all(_is_zero(t) for t in kw_ts):
         y, pb = rcall_kw(f, args, kwargs)
         ẏ: Any = _Z
         offset, n_ts = 1, 0
@@ -294,23 +313,21 @@ def _through_linear(f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
 
 
 def _through_apply(ts: tuple, args: tuple) -> tuple[Any, Callable]:
-    fn, a = args[0], tuple(args[1])
+    fn, a, kw = args[0], tuple(args[1]), dict(args[2])
     n = len(a)
-    a_ts = _forward.entries(ts[2], n, a)
-    out, pb = _fcall_rrule(CONFIG, fn, (ts[1], *a_ts), *a)
+    a_ts = tuple(_forward.entries(ts[2], n, a))
+    names = tuple(kw)
+    kw_ts = tuple(_forward.mapping_entry(ts[3], k) for k in names)
+    out, pb = _fcall_gen_rrule(CONFIG, fn, ts[1], a, a_ts, None, names, tuple(kw.values()), kw_ts)
 
     def apply_pullback(ct: Any) -> tuple:
-        raw = pb(ct)  # (fcall, fn, (ḟn, *ȧ), *a)
-        ts_ct = entries(raw[2], n + 1, "tangents")
-        args_ct = _tangents_ct(raw[3 : 3 + n])
-        return (
-            _NO,
-            _NO,
-            _tangents_ct((_Z, ts_ct[0], _tangents_ct(ts_ct[1:]), _Z)),
-            raw[1],
-            args_ct,
-            _NO,
-        )
+        raw = pb(ct)  # (fcall_gen, fn, ḟn, args, arg_ts, stars, names, values, kw_ts)
+        a_ct = entries(raw[3], n, "arguments")
+        ȧ_ct = entries(raw[4], n, "argument tangents")
+        values_ct = entries(raw[7], len(names), "keyword arguments")
+        kw_ct = {k: c for k, c in zip(names, values_ct) if not _is_zero(c)}
+        ts_ct = (_Z, raw[2], _tangents_ct(ȧ_ct), _Z)
+        return (_NO, _NO, _tangents_ct(ts_ct), raw[1], _tangents_ct(a_ct), kw_ct or _Z)
 
     return out, apply_pullback
 
@@ -383,29 +400,56 @@ def _through_method(func: Any, owner: Any, ts: tuple, args: tuple) -> tuple[Any,
     return out, method_pullback
 
 
-def _through_pushforward(f: types.FunctionType, ts: tuple, args: tuple) -> tuple[Any, Callable]:
+def _pushforward_call(
+    f: types.FunctionType, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict | None = None
+) -> tuple[Any, Callable]:
+    """Run ``f``'s generated pushforward under reverse mode. The pullback returns
+    ``(∂f, ∂ts, ∂args, ∂kwargs, ∂kw_ts)``: ``ts = (ḟ, one per positional argument)``,
+    ``kw_ts`` the keyword arguments' tangents (zero when not given)."""
     from .transform import forward_transformed
 
     ḟ = ts[0]
     closure_active = bool(f.__code__.co_freevars) and not _is_zero(ḟ)
     entry = forward_transformed(f, closure_active)
-    if not (entry.simple and len(args) == entry.n_positional):
-        raise NoRuleError(
-            f"nested differentiation of {_forward._fname(f)}: reverse over forward supports "
-            "calls that pass every parameter positionally (no defaults left out, no *args, "
-            "keywords or **kwargs).\nTo fix: pass every argument positionally."
-        )
     gen = entry.instantiate(f)
     n = len(args)
-    out, pb = rcall_kw(gen, args, {"_ad_dt": ts[1:], "_ad_df": ḟ})
+    spec = entry.spec
+    kw_ts = {k: _Z for k in kwargs} if kw_ts is None else kw_ts
+    dt = _forward._param_tangents(spec, n, ts[1:], kwargs, kw_ts)
+    named = set(spec.positional) | set(spec.kwonly)
+    if any(not _is_zero(kw_ts[k]) for k in kwargs if k not in named):
+        raise NoRuleError(
+            f"nested differentiation of {_forward._fname(f)}: a keyword argument that "
+            "lands in **kwargs carries a derivative in forward mode.\nTo fix: make it a "
+            "named parameter."
+        )
+    out, pb = rcall_kw(gen, args, {**kwargs, "_ad_dt": dt, "_ad_df": ḟ})
     own = frozenset(f.__code__.co_freevars)
+    index = {name: i for i, name in enumerate(spec.all_names)}
+    n_bound = min(n, len(spec.positional))
 
     def pushforward_pullback(ct: Any) -> tuple:
-        raw = pb(ct)  # (∂gen, ∂args..., {"_ad_dt": ..., "_ad_df": ...})
-        kw = raw[-1]
-        dt = entries(kw["_ad_dt"], n, "the argument tangents")
+        raw = pb(ct)  # (∂gen, ∂args..., {**∂kwargs, "_ad_dt": ..., "_ad_df": ...})
+        kw = dict(raw[-1])
+        dt_ct = entries(kw.pop("_ad_dt"), len(dt), "the parameter tangents")
+        df_ct = kw.pop("_ad_df")
+        arg_ts_ct = [dt_ct[index[spec.positional[i]]] for i in range(n_bound)]
+        if n > n_bound:  # the rest went to *args, as one tuple tangent
+            rest = dt_ct[index[spec.vararg]]
+            arg_ts_ct.extend(entries(rest, n - n_bound, "the *args tangents"))
         f_ct = _closure_ct(raw[0], own)
-        return (_NO, f_ct, _tangents_ct((kw["_ad_df"], *dt)), *raw[1 : 1 + n])
+        kw_ts_ct = {k: dt_ct[index[k]] if k in named else _Z for k in kwargs}
+        return f_ct, (df_ct, *arg_ts_ct), tuple(raw[1 : 1 + n]), kw, kw_ts_ct
+
+    return out, pushforward_pullback
+
+
+def _through_pushforward(f: types.FunctionType, ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    out, pb = _pushforward_call(f, ts, args, {})
+
+    def pushforward_pullback(ct: Any) -> tuple:
+        f_ct, ts_ct, args_ct, _, _ = pb(ct)
+        return (_NO, f_ct, _tangents_ct(ts_ct), *args_ct)
 
     return out, pushforward_pullback
 
