@@ -1,4 +1,11 @@
-"""Small constructors of AST nodes, and names shared by the generating passes."""
+"""Small constructors of AST nodes, and names shared by the generating passes.
+
+The generating passes build very many nodes, so these constructors pass the
+fields positionally and share the ``Load``/``Store`` contexts. Given a
+``line``, a node is built with its location (``lineno`` = ``line``,
+``col_offset`` = 0): what ``codegen`` would otherwise fill in by walking the
+finished tree (a located tree skips that walk, see ``codegen.factory_module``).
+"""
 
 from __future__ import annotations
 
@@ -9,12 +16,18 @@ from .anf import BINOPS
 __all__ = [
     "BINOP_NODES",
     "FAST_OPS",
+    "LOAD",
+    "STORE",
     "TYPE_PARAMS",
     "Z",
     "assign",
     "call",
+    "const",
+    "forget_shared",
+    "load",
     "name",
     "plain",
+    "store",
     "tuple_",
 ]
 
@@ -24,23 +37,79 @@ Z = "_ad_Z"
 FAST_OPS = frozenset(["add", "sub", "mul", "truediv", "pow", "neg"])
 BINOP_NODES = {v: k for k, v in BINOPS.items()}
 TYPE_PARAMS = {"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}
+#: Shared expression contexts (the parser shares them too).
+LOAD, STORE = ast.Load(), ast.Store()
+
+_Name, _Assign, _Call, _Tuple, _Constant = ast.Name, ast.Assign, ast.Call, ast.Tuple, ast.Constant
 
 
-def name(id_: str, store: bool = False) -> ast.Name:
-    return ast.Name(id=id_, ctx=ast.Store() if store else ast.Load())
+#: Located names and constants of the reverse pass, shared within one generated
+#: tree (``forget_shared`` clears them): the tree becomes a DAG, which ``compile``
+#: accepts, and no pass mutates these leaves.
+_LOADS: dict[tuple[str, int], ast.Name] = {}
+_STORES: dict[tuple[str, int], ast.Name] = {}
+_CONSTS: dict[tuple[type, object, int], ast.Constant] = {}
+
+
+def load(id_: str, line: int) -> ast.Name:
+    """A located load of ``id_``."""
+    key = (id_, line)
+    node = _LOADS.get(key)
+    if node is None:
+        node = _LOADS[key] = _Name(id_, LOAD, lineno=line, col_offset=0)
+    return node
+
+
+def store(id_: str, line: int) -> ast.Name:
+    """A located store to ``id_``."""
+    key = (id_, line)
+    node = _STORES.get(key)
+    if node is None:
+        node = _STORES[key] = _Name(id_, STORE, lineno=line, col_offset=0)
+    return node
+
+
+def const(value: object, line: int) -> ast.Constant:
+    """A located constant (None, a bool, an int or a str: ``type`` keeps 1 and True apart)."""
+    key = (type(value), value, line)
+    node = _CONSTS.get(key)
+    if node is None:
+        node = _CONSTS[key] = _Constant(value, lineno=line, col_offset=0)
+    return node
+
+
+def forget_shared() -> None:
+    """Start a new generated tree: drop the shared names and constants."""
+    _LOADS.clear()
+    _STORES.clear()
+    _CONSTS.clear()
+
+
+def name(id_: str, store: bool = False, line: int | None = None) -> ast.Name:
+    if line is None:
+        return _Name(id_, STORE if store else LOAD)
+    return _Name(id_, STORE if store else LOAD, lineno=line, col_offset=0)
 
 
 def assign(target: str | ast.expr, value: ast.expr, line: int) -> ast.Assign:
-    tgt = name(target, True) if isinstance(target, str) else target
-    return ast.Assign(targets=[tgt], value=value, lineno=line, col_offset=0)
+    """``target = value`` at ``line``; a string target is a located name."""
+    if type(target) is str:
+        target = _Name(target, STORE, lineno=line, col_offset=0)
+    return _Assign([target], value, lineno=line, col_offset=0)
 
 
-def call(fn: str, *args: ast.expr) -> ast.Call:
-    return ast.Call(func=name(fn), args=list(args), keywords=[])
+def call(fn: str, *args: ast.expr, line: int | None = None) -> ast.Call:
+    if line is None:
+        return _Call(_Name(fn, LOAD), list(args), [])
+    return _Call(
+        _Name(fn, LOAD, lineno=line, col_offset=0), list(args), [], lineno=line, col_offset=0
+    )
 
 
-def tuple_(elts: list[ast.expr], store: bool = False) -> ast.Tuple:
-    return ast.Tuple(elts=elts, ctx=ast.Store() if store else ast.Load())
+def tuple_(elts: list[ast.expr], store: bool = False, line: int | None = None) -> ast.Tuple:
+    if line is None:
+        return _Tuple(elts, STORE if store else LOAD)
+    return _Tuple(elts, STORE if store else LOAD, lineno=line, col_offset=0)
 
 
 def plain(s: ast.Assign) -> ast.Assign:
@@ -48,13 +117,14 @@ def plain(s: ast.Assign) -> ast.Assign:
     v = s.value
     if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and not v.keywords:
         fn, args = v.func.id, v.args
+        line = s.lineno
         new: ast.expr | None = None
         if fn == "_ad_op_getitem" and len(args) == 2:
-            new = ast.Subscript(value=args[0], slice=args[1], ctx=ast.Load())
+            new = ast.Subscript(args[0], args[1], LOAD, lineno=line, col_offset=0)
         elif fn.startswith("_ad_op_") and len(args) == 2 and fn[7:] in BINOP_NODES:
-            new = ast.BinOp(left=args[0], op=BINOP_NODES[fn[7:]](), right=args[1])
+            new = ast.BinOp(args[0], BINOP_NODES[fn[7:]](), args[1], lineno=line, col_offset=0)
         elif fn == "_ad_getattr" and len(args) == 2 and isinstance(args[1], ast.Constant):
-            new = ast.Attribute(value=args[0], attr=args[1].value, ctx=ast.Load())
+            new = ast.Attribute(args[0], args[1].value, LOAD, lineno=line, col_offset=0)
         if new is not None:
             return ast.Assign(targets=s.targets, value=new, lineno=s.lineno, col_offset=0)
     return s

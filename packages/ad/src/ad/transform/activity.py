@@ -12,7 +12,14 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["active_names", "loaded_names", "param_names", "value_is_active"]
+__all__ = [
+    "active_names",
+    "all_nodes",
+    "loaded_names",
+    "param_names",
+    "stored_names",
+    "value_is_active",
+]
 
 #: Builtins whose results never carry a derivative; a call of one (when the
 #: name really is the builtin) runs as plain Python and its result is inactive.
@@ -43,19 +50,24 @@ NONDIFF_BUILTINS = frozenset(
 NONDIFF_ATTRIBUTES = frozenset(["shape", "ndim", "dtype", "size", "__class__", "__name__"])
 
 
-def value_is_active(value: ast.expr, active: set[str], plain_funcs: frozenset[str]) -> bool:
-    """Whether an ANF right-hand side can carry a derivative."""
+def _never_active(value: ast.expr, plain_funcs: frozenset[str]) -> bool:
+    """An ANF right-hand side that carries no derivative whatever its inputs."""
     if isinstance(value, (ast.Compare, ast.JoinedStr, ast.Constant)):
-        return False
+        return True
     if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
-        return False
-    if (
+        return True
+    return (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Name)
         and value.func.id in plain_funcs
-    ):
+    )
+
+
+def value_is_active(value: ast.expr, active: set[str], plain_funcs: frozenset[str]) -> bool:
+    """Whether an ANF right-hand side can carry a derivative."""
+    if _never_active(value, plain_funcs):
         return False
-    return bool(loaded_names(value) & active)
+    return not active.isdisjoint(loaded_names(value))
 
 
 def param_names(fn: ast.FunctionDef) -> list[str]:
@@ -70,7 +82,7 @@ def param_names(fn: ast.FunctionDef) -> list[str]:
     return names
 
 
-_Name, _Load, _AST = ast.Name, ast.Load, ast.AST
+_Name, _Load, _Store, _AST = ast.Name, ast.Load, ast.Store, ast.AST
 
 
 def loaded_names(node: ast.AST) -> set[str]:
@@ -97,7 +109,34 @@ def loaded_names(node: ast.AST) -> set[str]:
     return out
 
 
+def all_nodes(node: ast.AST) -> list[ast.AST]:
+    """Every node inside ``node`` (itself included), in no particular order:
+    ``ast.walk`` without its generators, for the analyses that build sets."""
+    out = [node]
+    i = 0
+    append = out.append
+    while i < len(out):
+        n = out[i]
+        i += 1
+        for field in n._fields:
+            v = getattr(n, field, None)
+            if type(v) is list:
+                for x in v:
+                    if isinstance(x, _AST):
+                        append(x)
+            elif isinstance(v, _AST):
+                append(v)
+    return out
+
+
+def stored_names(node: ast.AST) -> list[str]:
+    """Every name written anywhere inside ``node`` (with repeats, in no particular order)."""
+    return [n.id for n in all_nodes(node) if type(n) is _Name and type(n.ctx) is _Store]
+
+
 def _targets(t: ast.expr) -> list[str]:
+    if type(t) is _Name:
+        return [t.id]
     return [n.id for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
@@ -120,9 +159,12 @@ def active_names(
     for s in _walk_stmts(fn.body):
         if isinstance(s, ast.Assign):
             value = s.value
-            if not value_is_active(value, _EVERYTHING, plain_funcs):
+            # value_is_active(value, <everything>, plain_funcs), reading the names once
+            if _never_active(value, plain_funcs):
                 continue
-            edges.append((loaded_names(value), _targets(s.targets[0])))
+            reads = loaded_names(value)
+            if reads:
+                edges.append((reads, _targets(s.targets[0])))
         elif isinstance(s, ast.For):
             edges.append((loaded_names(s.iter), _targets(s.target)))
         elif isinstance(s, ast.FunctionDef):
@@ -138,16 +180,3 @@ def active_names(
                         active.add(name)
                         changed = True
     return active
-
-
-class _Everything(set):
-    """A set that intersects everything: 'could this ever be active?'."""
-
-    def __and__(self, other: object) -> set:  # type: ignore[override]
-        return set(other) if isinstance(other, (set, frozenset)) else set()
-
-    def __rand__(self, other: object) -> set:  # type: ignore[override]
-        return set(other) if isinstance(other, (set, frozenset)) else set()
-
-
-_EVERYTHING = _Everything()

@@ -21,7 +21,8 @@ becomes ``o = _ad_setattr(o, "a", v)``; ``x += y`` becomes
 ``x = _ad_iop_add(x, y)``; ``lst.append(v)`` becomes ``lst = _ad_append(lst, v)``.
 Conditional expressions and ``and``/``or`` used as values become ``if``
 statements. Line numbers of the source statement are kept on every output
-statement.
+statement, and every node has a location (a new node has the line of the
+statement it is in).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import ast
 import copy
 
 from ..errors import UnsupportedSyntaxError
+from .codegen import locate
 
 __all__ = ["BINOPS", "UNARYOPS", "normalize"]
 
@@ -53,8 +55,11 @@ UNARYOPS: dict[type, str] = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "inve
 PLAIN_EXPRS = (ast.Compare, ast.JoinedStr, ast.Lambda, ast.Constant)
 
 
+_LOAD, _STORE = ast.Load(), ast.Store()  # shared, as the parser shares them
+
+
 def _name(id_: str, ctx: ast.expr_context | None = None) -> ast.Name:
-    return ast.Name(id=id_, ctx=ctx or ast.Load())
+    return ast.Name(id_, ctx or _LOAD)
 
 
 def _is_atom(e: ast.expr) -> bool:
@@ -82,8 +87,8 @@ class _Normalizer:
         )
 
     def assign(self, target: str | ast.expr, value: ast.expr) -> ast.Assign:
-        tgt = _name(target, ast.Store()) if isinstance(target, str) else target
-        return ast.Assign(targets=[tgt], value=value, lineno=self.lineno, col_offset=0)
+        tgt = _name(target, _STORE) if isinstance(target, str) else target
+        return ast.Assign([tgt], value, lineno=self.lineno, col_offset=0)
 
     def bind(self, value: ast.expr, out: list[ast.stmt]) -> ast.Name:
         t = self.fresh()
@@ -101,7 +106,7 @@ class _Normalizer:
         return f"_ad_nl{self.counter}"
 
     def helper_call(self, helper: str, args: list[ast.expr]) -> ast.Call:
-        return ast.Call(func=_name(helper), args=args, keywords=[])
+        return ast.Call(_name(helper), args, [])
 
     # --- expressions ------------------------------------------------------
 
@@ -453,7 +458,12 @@ class _Normalizer:
             )
         elif isinstance(s, ast.For):
             it = self.atom(s.iter, out)
-            loop = self.for_loop(s.target, it, self.stmts(s.body))
+            body = self.stmts(s.body)
+            # The loop (its target, its unpacking) sits on the `for` line, not
+            # on the body's last line, where the body left ``self.lineno``.
+            last, self.lineno = self.lineno, s.lineno
+            loop = self.for_loop(s.target, it, body)
+            self.lineno = last
             loop[-1].orelse = self.stmts(s.orelse)  # type: ignore[attr-defined]
             out.extend(loop)
         elif isinstance(s, ast.While):
@@ -508,7 +518,12 @@ def _local_names(fn: ast.FunctionDef) -> set[str]:
             names.add(node.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names |= {(al.asname or al.name).split(".")[0] for al in node.names}
-        stack.extend(ast.iter_child_nodes(node))
+        for field in node._fields:  # ast.iter_child_nodes, inline
+            v = getattr(node, field, None)
+            if type(v) is list:
+                stack.extend([x for x in v if isinstance(x, ast.AST)])
+            elif isinstance(v, ast.AST):
+                stack.append(v)
     return names
 
 
@@ -551,4 +566,7 @@ def normalize(tree: ast.FunctionDef, filename: str) -> ast.FunctionDef:
     if not _always_returns(body):
         body.append(ast.Return(value=ast.Constant(None), lineno=norm.lineno, col_offset=0))
     tree.body = body
+    # Locations now, while each new node sits under the statement it came
+    # from: the later passes build located trees around these nodes.
+    locate(tree, tree.lineno)
     return tree

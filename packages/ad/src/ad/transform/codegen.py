@@ -13,24 +13,41 @@ from __future__ import annotations
 import ast
 import types
 
-__all__ = ["compile_primal", "factory_module"]
+__all__ = ["compile_primal", "factory_module", "locate", "mark_located"]
+
+#: Set on a generated ``FunctionDef`` whose every node already has its location.
+_LOCATED = "_ad_located"
+
+
+def mark_located(fn: ast.FunctionDef) -> None:
+    """Record that every node of ``fn`` was built with its location: the one
+    ``locate`` would give it (its own, else its nearest located ancestor's)."""
+    setattr(fn, _LOCATED, True)
 
 
 def factory_module(fwd: ast.FunctionDef, cell_names: list[str]) -> ast.Module:
-    """``def _ad_factory(): <cells> = None; <fwd>; return _ad_fwd``."""
+    """``def _ad_factory(): <cells> = None; <fwd>; return _ad_fwd``.
+
+    Every node gets a location; a ``fwd`` marked by ``mark_located`` is not walked.
+    """
     line = fwd.lineno
+    store, load = ast.Store(), ast.Load()
     body: list[ast.stmt] = []
     if cell_names:
         body.append(
             ast.Assign(
-                targets=[ast.Name(id=n, ctx=ast.Store()) for n in cell_names],
-                value=ast.Constant(None),
+                targets=[ast.Name(n, store, lineno=line, col_offset=0) for n in cell_names],
+                value=ast.Constant(None, lineno=line, col_offset=0),
                 lineno=line,
                 col_offset=0,
             )
         )
     body.append(fwd)
-    body.append(ast.Return(value=ast.Name(id="_ad_fwd", ctx=ast.Load()), lineno=line, col_offset=0))
+    body.append(
+        ast.Return(
+            value=ast.Name("_ad_fwd", load, lineno=line, col_offset=0), lineno=line, col_offset=0
+        )
+    )
     factory = ast.FunctionDef(
         name="_ad_factory",
         args=ast.arguments(
@@ -50,7 +67,8 @@ def factory_module(fwd: ast.FunctionDef, cell_names: list[str]) -> ast.Module:
         **({"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}),
     )
     module = ast.Module(body=[factory], type_ignores=[])
-    _locate(module, line)
+    if not getattr(fwd, _LOCATED, False):
+        locate(fwd, line)
     return module
 
 
@@ -58,7 +76,7 @@ _Name = ast.Name
 _AST = ast.AST
 
 
-def _locate(root: ast.AST, line: int) -> None:
+def locate(root: ast.AST, line: int) -> None:
     """Give every node a valid location, inheriting its parent's line.
 
     One iterative pass over ``_fields``: ``ast.fix_missing_locations`` plus a
@@ -98,7 +116,14 @@ def used_names(root: ast.AST, candidates: dict) -> set[str]:
 
 def compile_primal(module: ast.Module, filename: str) -> types.CodeType:
     """The code object of ``_ad_fwd`` inside the compiled factory module."""
-    code = compile(module, filename, "exec", dont_inherit=True)
+    try:
+        code = compile(module, filename, "exec", dont_inherit=True)
+    except (TypeError, ValueError):
+        # A node built without its location (or with an invalid one) although
+        # its tree was marked located: fill locations in the slow way, retry.
+        factory_def = module.body[0]
+        locate(module, factory_def.lineno)  # type: ignore[attr-defined]
+        code = compile(module, filename, "exec", dont_inherit=True)
     factory = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     return next(
         c for c in factory.co_consts if isinstance(c, types.CodeType) and c.co_name == "_ad_fwd"

@@ -48,9 +48,6 @@ def _tail_returns_only(body: list[ast.stmt]) -> bool:
     """True when every return is in tail position (last stmt, or ends of a final if)."""
     for i, s in enumerate(body):
         last = i == len(body) - 1
-        for node in ast.walk(s):
-            if isinstance(node, (ast.FunctionDef, ast.Lambda)) and node is not s:
-                continue
         if isinstance(s, ast.Return):
             if not last:
                 return False
@@ -62,15 +59,26 @@ def _tail_returns_only(body: list[ast.stmt]) -> bool:
     return True
 
 
+_SCOPES = (ast.FunctionDef, ast.Lambda, ast.ClassDef)
+_AST = ast.AST
+
+
 def _has(node: ast.AST, kind: type) -> bool:
+    """Whether ``node`` contains a ``kind`` node outside nested scopes."""
     stack = [node]
+    pop, push = stack.pop, stack.append
     while stack:
-        n = stack.pop()
+        n = pop()
         if isinstance(n, kind):
             return True
-        for child in ast.iter_child_nodes(n):
-            if not isinstance(child, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
-                stack.append(child)
+        for field in n._fields:
+            v = getattr(n, field, None)
+            if type(v) is list:
+                for x in v:
+                    if isinstance(x, _AST) and not isinstance(x, _SCOPES):
+                        push(x)
+            elif isinstance(v, _AST) and not isinstance(v, _SCOPES):
+                push(v)
     return False
 
 

@@ -11,28 +11,51 @@ from __future__ import annotations
 
 import ast
 
+from ._nodes import LOAD
 from ._nodes import assign as _assign
 from ._nodes import call as _call
-from ._nodes import name as _n
+from ._nodes import const as _const
+from ._nodes import load as _ln
 
 __all__ = ["inline_adjoint", "inline_op"]
 
 _INLINE_OPS = {"add": ast.Add, "sub": ast.Sub, "mul": ast.Mult, "truediv": ast.Div, "pow": ast.Pow}
+_Name, _Constant, _BinOp, _Compare = ast.Name, ast.Constant, ast.BinOp, ast.Compare
+_IS, _AND, _USUB, _MULT, _DIV, _POW = (
+    ast.Is(),
+    ast.And(),
+    ast.USub(),
+    ast.Mult(),
+    ast.Div(),
+    ast.Pow(),
+)
+_OPS = {k: v() for k, v in _INLINE_OPS.items()}
 
 
-def _float_operand(a: ast.expr) -> ast.expr | None:
+def _key(a: ast.expr) -> object:
+    """What ``ast.dump(a)`` tells apart, for an atom, more cheaply."""
+    if type(a) is _Name:
+        return (a.id, type(a.ctx))
+    if type(a) is _Constant:
+        return (repr(a.value), a.kind)
+    return ast.dump(a)
+
+
+def _float_operand(a: ast.expr, line: int) -> ast.expr | None:
     """The test that operand ``a`` is a Python float (None: statically a number)."""
     if isinstance(a, ast.Constant):
         return None
-    return ast.Compare(left=_call("type", a), ops=[ast.Is()], comparators=[_n("_ad_float")])
+    return _Compare(
+        _call("type", a, line=line), [_IS], [_ln("_ad_float", line)], lineno=line, col_offset=0
+    )
 
 
-def inline_op(value: ast.Call, target: ast.expr) -> tuple | None:
+def inline_op(value: ast.Call, target: ast.expr, line: int) -> tuple | None:
     """(condition, value, tape entry) for arithmetic to inline on Python floats, or None.
 
     The tape entry holds what the adjoint needs: None for add, sub and neg;
     ``(b, a)`` for mul; ``(a, b)`` for truediv; ``(a,)`` for ``a ** n`` with a
-    constant integer ``n >= 1``.
+    constant integer ``n >= 1``. Every new node has location ``line``.
     """
     func = value.func
     if not (isinstance(func, ast.Name) and func.id.startswith("_ad_op_")) or value.keywords:
@@ -49,72 +72,89 @@ def inline_op(value: ast.Call, target: ast.expr) -> tuple | None:
         isinstance(args[1], ast.Constant) and type(args[1].value) is int and args[1].value >= 1
     ):
         return None
-    distinct = list({ast.dump(a): a for a in args}.values())  # x * x tests x once
-    tests = [t for t in (_float_operand(a) for a in distinct) if t is not None]
-    flag = ast.Attribute(value=_n("_ad_F"), attr=op, ctx=ast.Load())
-    cond = ast.BoolOp(op=ast.And(), values=[flag, *tests])
+    distinct = list({_key(a): a for a in args}.values())  # x * x tests x once
+    tests = [t for t in (_float_operand(a, line) for a in distinct) if t is not None]
+    flag = ast.Attribute(_ln("_ad_F", line), op, LOAD, lineno=line, col_offset=0)
+    cond = ast.BoolOp(_AND, [flag, *tests], lineno=line, col_offset=0)
     if op == "neg":
-        return cond, ast.UnaryOp(op=ast.USub(), operand=args[0]), ast.Constant(None)
-    expr = ast.BinOp(left=args[0], op=_INLINE_OPS[op](), right=args[1])
-    tape: ast.expr = ast.Constant(None)
+        return (
+            cond,
+            ast.UnaryOp(_USUB, args[0], lineno=line, col_offset=0),
+            _const(None, line),
+        )
+    expr = _BinOp(args[0], _OPS[op], args[1], lineno=line, col_offset=0)
+    tape: ast.expr = _const(None, line)
     if op == "mul":
-        tape = ast.Tuple(elts=[args[1], args[0]], ctx=ast.Load())
+        tape = ast.Tuple([args[1], args[0]], LOAD, lineno=line, col_offset=0)
     elif op == "truediv":
-        tape = ast.Tuple(elts=[args[0], args[1]], ctx=ast.Load())
+        tape = ast.Tuple([args[0], args[1]], LOAD, lineno=line, col_offset=0)
     elif op == "pow":
-        tape = ast.Tuple(elts=[args[0]], ctx=ast.Load())
+        tape = ast.Tuple([args[0]], LOAD, lineno=line, col_offset=0)
     return cond, expr, tape
 
 
-def _tape(i: int) -> ast.expr:
-    return ast.Subscript(value=_n("_ad_p"), slice=ast.Constant(i), ctx=ast.Load())
+def _tape(i: int, line: int) -> ast.expr:
+    return ast.Subscript(_ln("_ad_p", line), _const(i, line), LOAD, lineno=line, col_offset=0)
 
 
-def _inline_gradient(op: str, i: int, seed: ast.expr, args: list[ast.expr]) -> ast.expr:
+def _inline_gradient(op: str, i: int, seed: ast.expr, args: list[ast.expr], line: int) -> ast.expr:
     """The cotangent of operand ``i`` (1-based) of an inlined op, from the tape."""
     if op == "add":
         return seed
     if op == "sub":
-        return seed if i == 1 else ast.UnaryOp(op=ast.USub(), operand=seed)
+        return seed if i == 1 else ast.UnaryOp(_USUB, seed, lineno=line, col_offset=0)
     if op == "neg":
-        return ast.UnaryOp(op=ast.USub(), operand=seed)
+        return ast.UnaryOp(_USUB, seed, lineno=line, col_offset=0)
     if op == "mul":
-        return ast.BinOp(left=seed, op=ast.Mult(), right=_tape(i - 1))
+        return _BinOp(seed, _MULT, _tape(i - 1, line), lineno=line, col_offset=0)
     if op == "truediv":
         # ∂a = ȳ / b,  ∂b = -ȳ a / b²
-        quotient = ast.BinOp(left=seed, op=ast.Div(), right=_tape(1))
+        quotient = _BinOp(seed, _DIV, _tape(1, line), lineno=line, col_offset=0)
         if i == 1:
             return quotient
-        ratio = ast.BinOp(left=_tape(0), op=ast.Div(), right=_tape(1))
+        ratio = _BinOp(_tape(0, line), _DIV, _tape(1, line), lineno=line, col_offset=0)
         return ast.UnaryOp(
-            op=ast.USub(), operand=ast.BinOp(left=quotient, op=ast.Mult(), right=ratio)
+            _USUB,
+            _BinOp(quotient, _MULT, ratio, lineno=line, col_offset=0),
+            lineno=line,
+            col_offset=0,
         )
     # pow, constant integer n: ∂a = ȳ n a**(n-1); the exponent gets no cotangent
     n = args[1].value  # type: ignore[attr-defined]
     if i == 2:
-        return _n("_ad_NoTangent")
+        return _ln("_ad_NoTangent", line)
     power = (
-        _tape(0) if n == 2 else ast.BinOp(left=_tape(0), op=ast.Pow(), right=ast.Constant(n - 1))
+        _tape(0, line)
+        if n == 2
+        else _BinOp(_tape(0, line), _POW, _const(n - 1, line), lineno=line, col_offset=0)
     )
     scaled = (
-        ast.BinOp(left=ast.Constant(n), op=ast.Mult(), right=power) if n != 1 else ast.Constant(1)
+        _BinOp(_const(n, line), _MULT, power, lineno=line, col_offset=0)
+        if n != 1
+        else _const(1, line)
     )
-    return ast.BinOp(left=seed, op=ast.Mult(), right=scaled)
+    return _BinOp(seed, _MULT, scaled, lineno=line, col_offset=0)
 
 
 def inline_adjoint(
     op: str, seed: ast.expr, used: set[int], call_stmt: ast.stmt, args: list[ast.expr], line: int
 ) -> ast.stmt:
     """The adjoint of an inlinable op: partials from the tape, else the pullback."""
-    body = [_assign(f"_ad_g{i}", _inline_gradient(op, i, seed, args), line) for i in sorted(used)]
+    body = [
+        _assign(f"_ad_g{i}", _inline_gradient(op, i, seed, args, line), line) for i in sorted(used)
+    ]
     if op in ("add", "sub", "neg"):
-        test: ast.expr = ast.Compare(
-            left=_n("_ad_p"), ops=[ast.Is()], comparators=[ast.Constant(None)]
+        test: ast.expr = _Compare(
+            _ln("_ad_p", line), [_IS], [_const(None, line)], lineno=line, col_offset=0
         )
     else:
-        test = ast.Compare(
-            left=_call("type", _n("_ad_p")), ops=[ast.Is()], comparators=[_n("_ad_tuple")]
+        test = _Compare(
+            _call("type", _ln("_ad_p", line), line=line),
+            [_IS],
+            [_ln("_ad_tuple", line)],
+            lineno=line,
+            col_offset=0,
         )
     return ast.If(
-        test=test, body=body or [ast.Pass()], orelse=[call_stmt], lineno=line, col_offset=0
+        test, body or [ast.Pass(lineno=line, col_offset=0)], [call_stmt], lineno=line, col_offset=0
     )

@@ -21,20 +21,31 @@ import ast
 from dataclasses import dataclass, field
 
 from ..errors import UnsupportedSyntaxError
-from ._nodes import FAST_OPS, TYPE_PARAMS, Z, plain
+from ._nodes import FAST_OPS, LOAD, STORE, TYPE_PARAMS, Z, forget_shared, plain
 from ._nodes import assign as _assign
 from ._nodes import call as _call
-from ._nodes import name as _n
+from ._nodes import const as _const
+from ._nodes import load as _ln
+from ._nodes import store as _sn
 from .activity import loaded_names, param_names, value_is_active
+from .codegen import mark_located
 from .guards import copied_names, rebound_names, returned_names, shared_object_guards
 from .inline import inline_adjoint, inline_op
 from .simplify import simplify_adjoint
 
 __all__ = ["generate"]
 
+_Name, _Call, _Tuple, _Compare, _Constant = ast.Name, ast.Call, ast.Tuple, ast.Compare, ast.Constant
+_IS, _ISNOT, _OR = ast.Is(), ast.IsNot(), ast.Or()
+_ADD, _SUB, _MULT = ast.Add(), ast.Sub(), ast.Mult()
 
-def _is_not_z(name: str) -> ast.expr:
-    return ast.Compare(left=_n(name), ops=[ast.IsNot()], comparators=[_n(Z)])
+
+def _pass(line: int) -> ast.Pass:
+    return ast.Pass(lineno=line, col_offset=0)
+
+
+def _is_not_z(name: str, line: int) -> ast.expr:
+    return _Compare(_ln(name, line), [_ISNOT], [_ln(Z, line)], lineno=line, col_offset=0)
 
 
 def d(name: str) -> str:
@@ -42,16 +53,14 @@ def d(name: str) -> str:
     return f"_ad_d_{name}"
 
 
-def _store_copy(node: ast.expr) -> ast.expr:
+def _store_copy(node: ast.expr, line: int) -> ast.expr:
     if isinstance(node, ast.Name):
-        return _n(node.id, True)
-    return ast.Tuple(elts=[_store_copy(e) for e in node.elts], ctx=ast.Store())  # type: ignore[attr-defined]
+        return _sn(node.id, line)
+    return _Tuple([_store_copy(e, line) for e in node.elts], STORE, lineno=line, col_offset=0)  # type: ignore[attr-defined]
 
 
 def _increment(name: str, line: int) -> ast.AugAssign:
-    return ast.AugAssign(
-        target=_n(name, True), op=ast.Add(), value=ast.Constant(1), lineno=line, col_offset=0
-    )
+    return ast.AugAssign(_sn(name, line), _ADD, _const(1, line), lineno=line, col_offset=0)
 
 
 def _with_trip_count(
@@ -59,10 +68,14 @@ def _with_trip_count(
 ) -> list[ast.stmt]:
     """``count = 0`` and ``loop`` with ``count += 1`` first in its body."""
     loop.body = [_increment(count, line), *body]
-    return [_assign(count, ast.Constant(0), line), loop]
+    return [_assign(count, _const(0, line), line), loop]
 
 
 def _names_in_target(t: ast.expr) -> list[str]:
+    if type(t) is _Name:
+        return [t.id]
+    if type(t) is _Tuple and all(type(e) is _Name for e in t.elts):
+        return [e.id for e in t.elts]  # type: ignore[attr-defined]
     return [n.id for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
@@ -94,23 +107,23 @@ class _Gen:
         stack, cursor = f"{var}_s", f"{var}_i"
         self.stacks.append(stack)
         push = ast.Expr(
-            value=ast.Call(
-                func=ast.Attribute(value=_n(stack), attr="append", ctx=ast.Load()),
-                args=[_n(var)],
-                keywords=[],
+            _Call(
+                ast.Attribute(_ln(stack, line), "append", LOAD, lineno=line, col_offset=0),
+                [_ln(var, line)],
+                [],
+                lineno=line,
+                col_offset=0,
             ),
             lineno=line,
             col_offset=0,
         )
         pop = [
-            ast.AugAssign(
-                target=_n(cursor, True),
-                op=ast.Sub(),
-                value=ast.Constant(1),
-                lineno=line,
-                col_offset=0,
+            ast.AugAssign(_sn(cursor, line), _SUB, _const(1, line), lineno=line, col_offset=0),
+            _assign(
+                var,
+                ast.Subscript(_ln(stack, line), _ln(cursor, line), LOAD, lineno=line, col_offset=0),
+                line,
             ),
-            _assign(var, ast.Subscript(value=_n(stack), slice=_n(cursor), ctx=ast.Load()), line),
         ]
         return [push], pop
 
@@ -124,19 +137,22 @@ class _Gen:
         return _assign(
             dn,
             ast.IfExp(
-                test=ast.Compare(left=_n(dn), ops=[ast.Is()], comparators=[_n(Z)]),
-                body=value,
-                orelse=_call("_ad_acc", _n(dn), value),
+                _Compare(_ln(dn, line), [_IS], [_ln(Z, line)], lineno=line, col_offset=0),
+                value,
+                _call("_ad_acc", _ln(dn, line), value, line=line),
+                lineno=line,
+                col_offset=0,
             ),
             line,
         )
 
     def reset(self, names: list[str], line: int) -> list[ast.stmt]:
         out = []
+        active = self.active
         for name in names:
-            if name in self.active:
+            if name in active:
                 self.adjoints.add(name)
-                out.append(_assign(d(name), _n(Z), line))
+                out.append(_assign(d(name), _ln(Z, line), line))
         return out
 
     def error(self, node: ast.AST, what: str) -> UnsupportedSyntaxError:
@@ -182,16 +198,18 @@ class _Gen:
         return [s], []
 
     def ret(self, s: ast.Return, line: int) -> tuple[list, list]:
+        if getattr(s.value, "lineno", None) is None:  # from a pass after anf's locate
+            s.value.lineno, s.value.col_offset = line, 0  # type: ignore[union-attr]
         fwd = [
             ast.Return(
-                value=ast.Tuple(elts=[s.value, _n("_ad_back")], ctx=ast.Load()),
+                _Tuple([s.value, _ln("_ad_back", line)], LOAD, lineno=line, col_offset=0),
                 lineno=line,
                 col_offset=0,
             )
         ]
         v = s.value
         if isinstance(v, ast.Name) and v.id in self.active:
-            return fwd, [self.accumulate(v.id, _n("_ad_dy"), line)]
+            return fwd, [self.accumulate(v.id, _ln("_ad_dy", line), line)]
         return fwd, []
 
     def assign(self, s: ast.Assign, depth: int, line: int) -> tuple[list, list]:
@@ -225,17 +243,19 @@ class _Gen:
             if t == value.id:
                 return [s], []
             b = [
-                _assign("_ad_g", _n(d(t)), line),
+                _assign("_ad_g", _ln(d(t), line), line),
                 *self.reset([t], line),
-                self.accumulate(value.id, _n("_ad_g"), line),
+                self.accumulate(value.id, _ln("_ad_g", line), line),
             ]
             return [s], b
         if isinstance(value, (ast.Tuple, ast.List)):
             helper = "_ad_mk_tuple" if isinstance(value, ast.Tuple) else "_ad_mk_list"
-            value = ast.Call(func=_n(helper), args=value.elts, keywords=[])
+            value = _Call(_ln(helper, line), value.elts, [], lineno=line, col_offset=0)
         elif isinstance(value, ast.Dict):
-            keys = ast.Tuple(elts=value.keys, ctx=ast.Load())  # type: ignore[arg-type]
-            value = ast.Call(func=_n("_ad_mk_dict"), args=[keys, *value.values], keywords=[])
+            keys = _Tuple(value.keys, LOAD, lineno=line, col_offset=0)  # type: ignore[arg-type]
+            value = _Call(
+                _ln("_ad_mk_dict", line), [keys, *value.values], [], lineno=line, col_offset=0
+            )
         if not isinstance(value, ast.Call):
             raise self.error(s, f"cannot differentiate through {ast.unparse(value)!r}")
         fwd, bwd = self.call(target, tnames, value, depth, line)
@@ -251,52 +271,68 @@ class _Gen:
                 value,
                 "`*args`/`**kwargs` at a call whose arguments carry derivatives is not supported yet; pass the arguments explicitly",
             )
+        active = self.active
         pb = self.fresh("pb")
         inputs: list[tuple[int, str]] = []  # (index in the pullback's result, name)
-        if isinstance(value.func, ast.Name) and value.func.id in self.active:
-            inputs.append((0, value.func.id))
+        func = value.func
+        if isinstance(func, ast.Name) and func.id in active:
+            inputs.append((0, func.id))
         for i, a in enumerate(value.args):
-            if isinstance(a, ast.Name) and a.id in self.active:
+            if isinstance(a, ast.Name) and a.id in active:
                 inputs.append((i + 1, a.id))
         n_results = 1 + len(value.args)
         kw_inputs = [
             (k.arg, k.value.id)
             for k in value.keywords
-            if isinstance(k.value, ast.Name) and k.value.id in self.active
+            if isinstance(k.value, ast.Name) and k.value.id in active
         ]
-        if value.keywords:
-            rcall = ast.Call(
-                func=_n("_ad_rcall_kw"),
-                args=[
-                    value.func,
-                    ast.Tuple(elts=value.args, ctx=ast.Load()),
-                    ast.Dict(
-                        keys=[ast.Constant(k.arg) for k in value.keywords],
-                        values=[k.value for k in value.keywords],
-                    ),
-                ],
-                keywords=[],
-            )
-            n_results += 1
-        elif (
-            isinstance(value.func, ast.Name)
-            and value.func.id.startswith("_ad_op_")
-            and value.func.id[7:] in FAST_OPS
-        ):
-            # Scalar arithmetic: a specialised call with an inline fast path.
-            rcall = ast.Call(func=_n("_ad_fast_" + value.func.id[7:]), args=value.args, keywords=[])
-        else:
-            rcall = ast.Call(func=_n("_ad_rcall"), args=[value.func, *value.args], keywords=[])
-        inline = inline_op(value, target)
+        inline = inline_op(value, target, line)
         if inline is not None:
             # The adjoint handles tape entries (partials), so the helper may return
             # them instead of a pullback: it does for same-shape float arrays.
-            rcall = ast.Call(
-                func=_n("_ad_fasti_" + value.func.id[7:]), args=value.args, keywords=[]
-            )  # type: ignore[attr-defined]
+            rcall = _Call(
+                _ln("_ad_fasti_" + func.id[7:], line),  # type: ignore[attr-defined]
+                value.args,
+                [],
+                lineno=line,
+                col_offset=0,
+            )
+        elif value.keywords:
+            rcall = _Call(
+                _ln("_ad_rcall_kw", line),
+                [
+                    func,
+                    _Tuple(value.args, LOAD, lineno=line, col_offset=0),
+                    ast.Dict(
+                        [_const(k.arg, line) for k in value.keywords],
+                        [k.value for k in value.keywords],
+                        lineno=line,
+                        col_offset=0,
+                    ),
+                ],
+                [],
+                lineno=line,
+                col_offset=0,
+            )
+            n_results += 1
+        elif (
+            isinstance(func, ast.Name) and func.id.startswith("_ad_op_") and func.id[7:] in FAST_OPS
+        ):
+            # Scalar arithmetic: a specialised call with an inline fast path.
+            rcall = _Call(
+                _ln("_ad_fast_" + func.id[7:], line), value.args, [], lineno=line, col_offset=0
+            )
+        else:
+            rcall = _Call(
+                _ln("_ad_rcall", line), [func, *value.args], [], lineno=line, col_offset=0
+            )
         fwd: list[ast.stmt] = [
             _assign(
-                ast.Tuple(elts=[_store_copy(target), _n(pb, True)], ctx=ast.Store()), rcall, line
+                _Tuple(
+                    [_store_copy(target, line), _sn(pb, line)], STORE, lineno=line, col_offset=0
+                ),
+                rcall,
+                line,
             )
         ]
         if inline is not None:
@@ -304,10 +340,10 @@ class _Gen:
             cond, expr, partials = inline
             fwd = [
                 ast.If(
-                    test=cond,
+                    cond,
                     # partials first: the target may be an operand (r = r * x)
-                    body=[_assign(pb, partials, line), _assign(_store_copy(target), expr, line)],
-                    orelse=fwd,
+                    [_assign(pb, partials, line), _assign(_store_copy(target, line), expr, line)],
+                    fwd,
                     lineno=line,
                     col_offset=0,
                 )
@@ -316,19 +352,22 @@ class _Gen:
         fwd += push
         # Backward: seed, skip when the output's cotangent is zero.
         if len(tnames) == 1 and isinstance(target, ast.Name):
-            seed: ast.expr = _n(d(tnames[0]))
-            test: ast.expr = _is_not_z(d(tnames[0]))
+            seed: ast.expr = _ln(d(tnames[0]), line)
+            test: ast.expr = _is_not_z(d(tnames[0]), line)
         else:
-            seed = _call("_ad_tuple_ct", *[_n(d(t)) if t in self.active else _n(Z) for t in tnames])
+            seed = _call(
+                "_ad_tuple_ct",
+                *[_ln(d(t), line) if t in active else _ln(Z, line) for t in tnames],
+                line=line,
+            )
+            live = [t for t in tnames if t in active]
             test = (
-                ast.BoolOp(
-                    op=ast.Or(), values=[_is_not_z(d(t)) for t in tnames if t in self.active]
-                )
-                if len([t for t in tnames if t in self.active]) > 1
-                else _is_not_z(d(next(t for t in tnames if t in self.active)))
+                ast.BoolOp(_OR, [_is_not_z(d(t), line) for t in live], lineno=line, col_offset=0)
+                if len(live) > 1
+                else _is_not_z(d(live[0]), line)
             )
         for t in tnames:
-            if t in self.active:
+            if t in active:
                 self.adjoints.add(t)
         # The result is unpacked directly: a pullback returning the wrong number
         # of cotangents fails the unpacking, which _ad_back turns into an error
@@ -336,24 +375,26 @@ class _Gen:
         used = {idx for idx, _ in inputs}
         if kw_inputs:
             used.add(n_results - 1)
-        slots = [_n(f"_ad_g{i}" if i in used else "_ad_u", True) for i in range(n_results)]
+        slots = [_sn(f"_ad_g{i}" if i in used else "_ad_u", line) for i in range(n_results)]
         inner: list[ast.stmt] = [
-            _assign("_ad_p", _n(pb), line),
+            _assign("_ad_p", _ln(pb, line), line),
             _assign(
-                ast.Tuple(elts=slots, ctx=ast.Store()),
-                ast.Call(func=_n("_ad_p"), args=[seed], keywords=[]),
+                _Tuple(slots, STORE, lineno=line, col_offset=0),
+                _Call(_ln("_ad_p", line), [seed], [], lineno=line, col_offset=0),
                 line,
             ),
             *self.reset(tnames, line),
         ]
         if inline is not None:
-            inner[1] = inline_adjoint(value.func.id[7:], seed, used, inner[1], value.args, line)  # type: ignore[union-attr]
+            inner[1] = inline_adjoint(func.id[7:], seed, used, inner[1], value.args, line)  # type: ignore[union-attr]
         for idx, name in inputs:
-            inner.append(self.accumulate(name, _n(f"_ad_g{idx}"), line))
+            inner.append(self.accumulate(name, _ln(f"_ad_g{idx}", line), line))
         for kname, name in kw_inputs:
-            got = _call("_ad_kw_ct", _n(f"_ad_g{n_results - 1}"), ast.Constant(kname))
+            got = _call(
+                "_ad_kw_ct", _ln(f"_ad_g{n_results - 1}", line), _const(kname, line), line=line
+            )
             inner.append(self.accumulate(name, got, line))
-        bwd = [*pop, ast.If(test=test, body=inner, orelse=[], lineno=line, col_offset=0)]
+        bwd = [*pop, ast.If(test, inner, [], lineno=line, col_offset=0)]
         return fwd, bwd
 
     def closure_adjoint(self, name: str, node: ast.AST, line: int) -> list[ast.stmt]:
@@ -371,45 +412,44 @@ class _Gen:
                 "value as an argument, or bind it as a default (lambda v, k=k: ...)",
             )
         self.adjoints.add(name)
-        out: list[ast.stmt] = [_assign("_ad_g", _n(d(name)), line), _assign(d(name), _n(Z), line)]
+        out: list[ast.stmt] = [
+            _assign("_ad_g", _ln(d(name), line), line),
+            _assign(d(name), _ln(Z, line), line),
+        ]
         body = [
-            self.accumulate(c, _call("_ad_field", _n("_ad_g"), ast.Constant(c)), line)
+            self.accumulate(
+                c, _call("_ad_field", _ln("_ad_g", line), _const(c, line), line=line), line
+            )
             for c in captured
         ]
         if body:
-            out.append(
-                ast.If(test=_is_not_z("_ad_g"), body=body, orelse=[], lineno=line, col_offset=0)
-            )
+            out.append(ast.If(_is_not_z("_ad_g", line), body, [], lineno=line, col_offset=0))
         return out
 
     def if_(self, s: ast.If, depth: int, tail: bool, line: int) -> tuple[list, list]:
         bf, bb = self.block(s.body, depth, tail)
         of, ob = self.block(s.orelse, depth, tail)
         if not bb and not ob:
-            return [
-                ast.If(test=s.test, body=bf or [ast.Pass()], orelse=of, lineno=line, col_offset=0)
-            ], []
+            return [ast.If(s.test, bf or [_pass(line)], of, lineno=line, col_offset=0)], []
         flag = self.fresh("br")
         push, pop = self.record(flag, depth, line)
-        fwd_body = [_assign(flag, ast.Constant(True), line), *push, *bf]
-        fwd_else = [_assign(flag, ast.Constant(False), line), *push, *of]
-        fwd = [ast.If(test=s.test, body=fwd_body, orelse=fwd_else, lineno=line, col_offset=0)]
+        fwd_body = [_assign(flag, _const(True, line), line), *push, *bf]
+        fwd_else = [_assign(flag, _const(False, line), line), *push, *of]
+        fwd = [ast.If(s.test, fwd_body, fwd_else, lineno=line, col_offset=0)]
         bwd = [
             *pop,
-            ast.If(test=_n(flag), body=bb or [ast.Pass()], orelse=ob, lineno=line, col_offset=0),
+            ast.If(_ln(flag, line), bb or [_pass(line)], ob, lineno=line, col_offset=0),
         ]
         return fwd, bwd
 
     def loop_adjoint(
         self, count: str, body_bwd: list[ast.stmt], depth: int, line: int, index: str | None = None
     ) -> list[ast.stmt]:
-        target = _n(index or "_ad_k", True)
-        it = _call("range", _n(count))
+        target = _sn(index or "_ad_k", line)
+        it = _call("range", _ln(count, line), line=line)
         if index is not None:
-            it = _call("reversed", it)
-        return [
-            ast.For(target=target, iter=it, body=body_bwd, orelse=[], lineno=line, col_offset=0)
-        ]
+            it = _call("reversed", it, line=line)
+        return [ast.For(target, it, body_bwd, [], lineno=line, col_offset=0)]
 
     def for_(self, s: ast.For, depth: int, line: int) -> tuple[list, list]:
         of, ob = self.block(s.orelse, depth, False)
@@ -418,21 +458,12 @@ class _Gen:
             bf, bb = self.block(s.body, depth + 1, False)
             if not bb:
                 return [
-                    ast.For(
-                        target=s.target,
-                        iter=s.iter,
-                        body=bf or [ast.Pass()],
-                        orelse=[],
-                        lineno=line,
-                        col_offset=0,
-                    ),
+                    ast.For(s.target, s.iter, bf or [_pass(line)], [], lineno=line, col_offset=0),
                     *of,
                 ], ob
             count = self.fresh("n")
             push, pop = self.record(count, depth, line)
-            loop = ast.For(
-                target=s.target, iter=s.iter, body=[], orelse=[], lineno=line, col_offset=0
-            )
+            loop = ast.For(s.target, s.iter, [], [], lineno=line, col_offset=0)
             fwd = [
                 *_with_trip_count(loop, count, bf, line),
                 *push,
@@ -456,20 +487,20 @@ class _Gen:
         self.adjoints.add(tname)
         fwd = [
             _assign(
-                ast.Tuple(elts=[_n(seq, True), _n(seqpb, True)], ctx=ast.Store()),
-                _call("_ad_rcall", _n("_ad_aslist"), s.iter),
+                _Tuple([_sn(seq, line), _sn(seqpb, line)], STORE, lineno=line, col_offset=0),
+                _call("_ad_rcall", _ln("_ad_aslist", line), s.iter, line=line),
                 line,
             ),
         ]
         # The trip count, not len(seq): a break may end the loop early.
         count = self.fresh("n")
-        fwd.append(_assign(count, ast.Constant(0), line))
+        fwd.append(_assign(count, _const(0, line), line))
         fwd.append(
             ast.For(
-                target=_n(tname, True),
-                iter=_n(seq),
-                body=[_increment(count, line), *bf],
-                orelse=[],
+                _sn(tname, line),
+                _ln(seq, line),
+                [_increment(count, line), *bf],
+                [],
                 lineno=line,
                 col_offset=0,
             )
@@ -481,32 +512,39 @@ class _Gen:
         fwd += of
         elem_ct = [
             _assign(
-                ast.Subscript(value=_n(dseq), slice=_n(idx), ctx=ast.Store()),
+                ast.Subscript(_ln(dseq, line), _ln(idx, line), STORE, lineno=line, col_offset=0),
                 _call(
                     "_ad_acc",
-                    ast.Subscript(value=_n(dseq), slice=_n(idx), ctx=ast.Load()),
-                    _n(d(tname)),
+                    ast.Subscript(_ln(dseq, line), _ln(idx, line), LOAD, lineno=line, col_offset=0),
+                    _ln(d(tname), line),
+                    line=line,
                 ),
                 line,
             ),
-            _assign(d(tname), _n(Z), line),
+            _assign(d(tname), _ln(Z, line), line),
         ]
         loop = ast.For(
-            target=_n(idx, True),
-            iter=_call("reversed", _call("range", _n(count))),
-            body=[*bb, *elem_ct],
-            orelse=[],
+            _sn(idx, line),
+            _call("reversed", _call("range", _ln(count, line), line=line), line=line),
+            [*bb, *elem_ct],
+            [],
             lineno=line,
             col_offset=0,
         )
         after = [
-            _assign("_ad_c", ast.Call(func=_n(seqpb), args=[_n(dseq)], keywords=[]), line),
+            _assign(
+                "_ad_c",
+                _Call(_ln(seqpb, line), [_ln(dseq, line)], [], lineno=line, col_offset=0),
+                line,
+            ),
         ]
         if isinstance(s.iter, ast.Name) and s.iter.id in self.active:
             after.append(
                 self.accumulate(
                     s.iter.id,
-                    ast.Subscript(value=_n("_ad_c"), slice=ast.Constant(1), ctx=ast.Load()),
+                    ast.Subscript(
+                        _ln("_ad_c", line), _const(1, line), LOAD, lineno=line, col_offset=0
+                    ),
                     line,
                 )
             )
@@ -518,9 +556,11 @@ class _Gen:
             _assign(
                 dseq,
                 ast.BinOp(
-                    left=ast.List(elts=[_n(Z)], ctx=ast.Load()),
-                    op=ast.Mult(),
-                    right=_call("len", _n(seq)),
+                    ast.List([_ln(Z, line)], LOAD, lineno=line, col_offset=0),
+                    _MULT,
+                    _call("len", _ln(seq, line), line=line),
+                    lineno=line,
+                    col_offset=0,
                 ),
                 line,
             ),
@@ -534,14 +574,12 @@ class _Gen:
         of, ob = self.block(s.orelse, depth, False)
         if not bb:
             return [
-                ast.While(
-                    test=s.test, body=bf or [ast.Pass()], orelse=[], lineno=line, col_offset=0
-                ),
+                ast.While(s.test, bf or [_pass(line)], [], lineno=line, col_offset=0),
                 *of,
             ], ob
         count = self.fresh("n")
         push, pop = self.record(count, depth, line)
-        loop = ast.While(test=s.test, body=[], orelse=[], lineno=line, col_offset=0)
+        loop = ast.While(s.test, [], [], lineno=line, col_offset=0)
         fwd = [
             *_with_trip_count(loop, count, bf, line),
             *push,
@@ -561,6 +599,7 @@ def generate(
     mutable_params: frozenset[str] = frozenset(),
 ) -> ast.Module:
     """The module AST defining ``_ad_factory`` for the ANF function ``fn``."""
+    forget_shared()
     gen = _Gen(
         active=active,
         filename=filename,
@@ -585,30 +624,39 @@ def generate(
     if adjoint_names:
         init.append(
             ast.Assign(
-                targets=[_n(d(a), True) for a in adjoint_names],
-                value=_n(Z),
+                [_sn(d(a), line) for a in adjoint_names],
+                _ln(Z, line),
                 lineno=line,
                 col_offset=0,
             )
         )
     for stack in gen.stacks:
-        init.append(_assign(stack[:-2] + "_i", _call("len", _n(stack)), line))
+        init.append(_assign(stack[:-2] + "_i", _call("len", _ln(stack, line), line=line), line))
     if closure_active and freevars:
         df: ast.expr = _call(
             "_ad_fn_tangent",
-            ast.Tuple(elts=[ast.Constant(v) for v in freevars], ctx=ast.Load()),
-            ast.Tuple(elts=[_n(d(v)) if v in active else _n(Z) for v in freevars], ctx=ast.Load()),
+            _Tuple([_const(v, line) for v in freevars], LOAD, lineno=line, col_offset=0),
+            _Tuple(
+                [_ln(d(v), line) if v in active else _ln(Z, line) for v in freevars],
+                LOAD,
+                lineno=line,
+                col_offset=0,
+            ),
+            line=line,
         )
     else:
-        df = _n("_ad_NoTangent")
-    result = ast.Tuple(
-        elts=[df, *[_n(d(p)) if p in active else _n(Z) for p in params]], ctx=ast.Load()
+        df = _ln("_ad_NoTangent", line)
+    result = _Tuple(
+        [df, *[_ln(d(p), line) if p in active else _ln(Z, line) for p in params]],
+        LOAD,
+        lineno=line,
+        col_offset=0,
     )
     back = ast.FunctionDef(
         name="_ad_back",
         args=ast.arguments(
             posonlyargs=[],
-            args=[ast.arg(arg="_ad_dy")],
+            args=[ast.arg(arg="_ad_dy", lineno=line, col_offset=0)],
             vararg=None,
             kwonlyargs=[],
             kw_defaults=[],
@@ -620,11 +668,11 @@ def generate(
                 body=[*init, *bwd_body, ast.Return(value=result, lineno=line, col_offset=0)],
                 handlers=[
                     ast.ExceptHandler(
-                        type=_n("ValueError"),
+                        type=_ln("ValueError", line),
                         name="_ad_e",
                         body=[
                             ast.Raise(
-                                exc=_call("_ad_unpack_error", _n("_ad_e")),
+                                exc=_call("_ad_unpack_error", _ln("_ad_e", line), line=line),
                                 cause=None,
                                 lineno=line,
                                 col_offset=0,
@@ -646,7 +694,9 @@ def generate(
         col_offset=0,
         **TYPE_PARAMS,
     )
-    stacks_init = [_assign(stack, ast.List(elts=[], ctx=ast.Load()), line) for stack in gen.stacks]
+    stacks_init = [
+        _assign(stack, ast.List([], LOAD, lineno=line, col_offset=0), line) for stack in gen.stacks
+    ]
     fwd = ast.FunctionDef(
         name="_ad_fwd",
         args=fn.args,
@@ -657,4 +707,7 @@ def generate(
         col_offset=0,
         **TYPE_PARAMS,
     )
+    # Every node above was built with its location, and ``fn`` (the ANF) is
+    # located: codegen need not walk the tree to fill locations in.
+    mark_located(fwd)
     return fwd

@@ -9,6 +9,9 @@ from __future__ import annotations
 import ast
 
 from ._nodes import Z
+from .activity import all_nodes, stored_names
+
+_Assign, _Name, _Tuple, _IfExp = ast.Assign, ast.Name, ast.Tuple, ast.IfExp
 
 __all__ = ["simplify_adjoint"]
 
@@ -16,16 +19,16 @@ __all__ = ["simplify_adjoint"]
 def _assigned(stmts: list[ast.stmt]) -> set[str]:
     out: set[str] = set()
     for st in stmts:
-        if isinstance(st, ast.Assign):  # the common case: read the targets only
+        if type(st) is _Assign:  # the common case: read the targets only
             for t in st.targets:
-                if isinstance(t, ast.Name):
+                if type(t) is _Name:
                     out.add(t.id)
+                elif type(t) is _Tuple and all(type(e) is _Name for e in t.elts):
+                    out.update(e.id for e in t.elts)  # type: ignore[attr-defined]
                 else:
-                    out.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+                    out.update(n.id for n in all_nodes(t) if type(n) is _Name)
             continue
-        for node in ast.walk(st):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                out.add(node.id)
+        out.update(stored_names(st))
     return out
 
 
@@ -53,13 +56,14 @@ def simplify_adjoint(stmts: list[ast.stmt], zero: set[str]) -> tuple[list[ast.st
     zero = set(zero)
     out: list[ast.stmt] = []
     for st in stmts:
-        if isinstance(st, ast.Assign):
+        if type(st) is _Assign:
             targets = st.targets
-            if isinstance(st.value, ast.Name) and st.value.id == Z:
+            kind = type(st.value)
+            if kind is _Name and st.value.id == Z:  # type: ignore[attr-defined]
                 out.append(st)
                 zero |= {t.id for t in targets if isinstance(t, ast.Name)}
                 continue
-            if _is_accumulate(st) and st.targets[0].id in zero:  # type: ignore[attr-defined]
+            if kind is _IfExp and _is_accumulate(st) and targets[0].id in zero:  # type: ignore[attr-defined]
                 name = st.targets[0].id  # type: ignore[attr-defined]
                 out.append(
                     ast.Assign(
@@ -69,7 +73,10 @@ def simplify_adjoint(stmts: list[ast.stmt], zero: set[str]) -> tuple[list[ast.st
                 zero.discard(name)
                 continue
             out.append(st)
-            zero -= _assigned([st])
+            if len(targets) == 1 and type(targets[0]) is _Name:
+                zero.discard(targets[0].id)  # _assigned([st]), the common case
+            else:
+                zero -= _assigned([st])
         elif isinstance(st, ast.If):
             body, z1 = simplify_adjoint(st.body, zero)
             orelse, z2 = simplify_adjoint(st.orelse, zero)
