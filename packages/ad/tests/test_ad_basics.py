@@ -337,3 +337,28 @@ def test_rrule_via_ad_with_ad_config():
     assert y == 12.0 and pb(1.0)[1] == 12.0
     y, ẏ = ad.frule_via_ad(ad.ADConfig(), (None, 1.0), lambda x: x * x * 3.0, 2.0)
     assert (y, ẏ) == (12.0, 12.0)
+
+
+def _ends_with_a_multiline_call(x):
+    def inner(y):
+        return y * (
+            x
+            + 1.0
+        )
+
+    return inner(x) + _ends_with_a_string(
+        x,
+    )
+
+
+def _ends_with_a_string(x):
+    s = """a
+multi-line string"""
+    return x**2 * len(s) / 19  # a comment after the last statement
+
+
+def test_definitions_are_read_whole_up_to_their_last_line():
+    # The source block is bounded by the code object's positions (nested
+    # functions included): every line of a multi-line last statement is kept.
+    assert ad.gradient(_ends_with_a_multiline_call, 2.0) == (9.0,)
+    assert ad.gradient(_ends_with_a_string, 3.0) == (6.0,)

@@ -83,16 +83,17 @@ def get_source(fn: types.FunctionType) -> FunctionSource:
     lines = linecache.getlines(filename, fn.__globals__)
     if not lines:
         raise _no_source(code, "its source is not available")
-    try:
-        block = inspect.getblock(lines[code.co_firstlineno - 1 :])
-    except (IndexError, SyntaxError) as e:
-        raise _no_source(code, f"its source could not be read ({e})") from e
-    raw = "".join(block)
-    text = textwrap.dedent(raw)
-    # Columns in the code object are relative to the file; dedenting shifted them.
-    shift = (len(raw) - len(raw.lstrip(" \t"))) - (len(text) - len(text.lstrip(" \t")))
-    tree, extra = _parse(text, code)
-    shift -= extra
+    block = _bounded_block(lines, code)
+    parsed = _parse_block(block, code) if block is not None else None
+    if parsed is None:
+        try:
+            block = inspect.getblock(lines[code.co_firstlineno - 1 :])
+        except (IndexError, SyntaxError) as e:
+            raise _no_source(code, f"its source could not be read ({e})") from e
+        parsed = _parse_block(block, code)
+        if parsed is None:
+            raise _no_source(code, "its source could not be parsed on its own")
+    tree, shift = parsed
     ast.increment_lineno(tree, code.co_firstlineno - 1)
     if code.co_name == "<lambda>":
         node = _find_lambda(tree, code, shift)
@@ -125,12 +126,50 @@ def get_source(fn: types.FunctionType) -> FunctionSource:
     raise _no_source(code, "its definition was not found in the source")
 
 
-def _parse(text: str, code: types.CodeType) -> tuple[ast.Module, int]:
-    """The parsed block and how many characters were prepended to its first line."""
+def _parse_block(block: list[str], code: types.CodeType) -> tuple[ast.Module, int] | None:
+    """The parsed block and the column shift between the file and the parsed text."""
+    raw = "".join(block)
+    text = textwrap.dedent(raw)
+    # Columns in the code object are relative to the file; dedenting shifted them.
+    shift = (len(raw) - len(raw.lstrip(" \t"))) - (len(text) - len(text.lstrip(" \t")))
+    parsed = _parse(text, code.co_name == "<lambda>")
+    if parsed is None:
+        return None
+    tree, extra = parsed
+    return tree, shift - extra
+
+
+def _last_line(code: types.CodeType) -> int:
+    """The last source line of ``code`` and of the functions defined inside it."""
+    last = max((end for _l, end, _c, _e in code.co_positions() if end is not None), default=0)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            last = max(last, _last_line(c))
+    return last
+
+
+def _bounded_block(lines: list[str], code: types.CodeType) -> list[str] | None:
+    """A ``def``'s lines, bounded by the code object's own positions (Python 3.11+):
+    cheaper than tokenizing from its first line to find where the block ends.
+    None for lambdas and where positions are missing: the caller tokenizes."""
+    if code.co_name == "<lambda>" or not hasattr(code, "co_positions"):
+        return None
+    last = _last_line(code)
+    first = code.co_firstlineno
+    if last < first or last > len(lines):
+        return None
+    return lines[first - 1 : last]
+
+
+def _parse(text: str, fragment: bool) -> tuple[ast.Module, int] | None:
+    """The parsed block and how many characters were prepended to its first line (None:
+    it does not parse). Only a lambda's block (``fragment``) may be a piece of a
+    larger expression; a ``def`` block parses whole or not at all."""
     try:
         return ast.parse(text), 0
     except SyntaxError:
-        pass
+        if not fragment:
+            return None
     # A lambda inside a larger expression: the block may be an unbalanced
     # fragment. Try growing prefixes of the first logical lines.
     lines = text.splitlines(keepends=True)
@@ -148,7 +187,7 @@ def _parse(text: str, code: types.CodeType) -> tuple[ast.Module, int]:
                 return ast.parse(candidate), extra
             except SyntaxError:
                 continue
-    raise _no_source(code, "its source could not be parsed on its own")
+    return None
 
 
 def _code_signature(code: types.CodeType) -> tuple:
