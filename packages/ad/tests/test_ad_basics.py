@@ -339,6 +339,7 @@ def test_rrule_via_ad_with_ad_config():
     assert (y, ẏ) == (12.0, 12.0)
 
 
+# fmt: off
 def _ends_with_a_multiline_call(x):
     def inner(y):
         return y * (
@@ -349,6 +350,7 @@ def _ends_with_a_multiline_call(x):
     return inner(x) + _ends_with_a_string(
         x,
     )
+# fmt: on
 
 
 def _ends_with_a_string(x):
