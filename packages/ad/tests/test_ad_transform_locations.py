@@ -130,8 +130,8 @@ def _digest(c):
             c.co_freevars,
             c.co_cellvars,
             c.co_linetable,
-            c.co_exceptiontable,
-            tuple(c.co_positions()),
+            getattr(c, "co_exceptiontable", None),  # Python 3.11+
+            tuple(c.co_positions()) if hasattr(c, "co_positions") else tuple(c.co_lines()),
             tuple(_digest(k) for k in c.co_consts),
         )
     return (type(c), repr(c))
