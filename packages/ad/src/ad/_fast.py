@@ -19,19 +19,22 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from rules._util import unbroadcast
-from rulescore import NoTangent, Thunk, rrule, unthunk
+from rulescore import AbstractZero, NoTangent, Thunk, ZeroTangent, rrule, unthunk
 
 from ._config import ADConfig
 
-__all__ = ["FAST_HELPERS", "FLAGS", "scalar_partials"]
+__all__ = ["FAST_HELPERS", "FLAGS", "lean_rule", "scalar_partials"]
 
 _NO = NoTangent()
+_ZERO = ZeroTangent()
+_sys_getrefcount = sys.getrefcount
 _float = float
 _int = int
 _table = rrule.table
@@ -192,8 +195,10 @@ _BINARY = (operator.add, operator.sub, operator.mul, operator.truediv, operator.
 # (see transform/reverse.py): these may return, instead of a pullback, the entry
 # that adjoint expects — None for add/sub/neg, (b, a) for mul, (a, b) for truediv,
 # (a,) for a ** n. They do so for two float arrays of one shape and dtype, where the
-# partials are exactly the scalar ones applied elementwise.
+# partials are exactly the scalar ones applied elementwise; for mul and pow the entry
+# is then a list ([b, a], [a]), which the adjoint's array branch reads (see imul).
 _ndarray = np.ndarray
+_zeros = np.zeros
 
 
 def _same_float_arrays(a: Any, b: Any) -> bool:
@@ -213,10 +218,28 @@ def _broadcast_float_arrays(a: Any, b: Any) -> bool:
 
 
 def _broadcast_pullback(a: Any, b: Any, sign: float) -> Any:
-    """The pullback of ``a ± b`` for float arrays that broadcast (a bias add)."""
+    """The pullback of ``a ± b`` for float arrays that broadcast (a bias add).
+
+    It keeps the operands' shapes and dtype, not their values (unbroadcast reads
+    nothing else): an operand the primal drops is not held until the adjoint."""
+    shape, sa, sb, dtype = None, a.shape, b.shape, a.dtype
+    del a, b
+    if len(sa) == 2 and len(sb) == 1 and sa[1] == sb[0]:
+        shape = sa  # a matrix plus a bias row
+    elif len(sb) == 2 and len(sa) == 1 and sb[1] == sa[0]:
+        shape = sb
 
     def broadcast_add_pullback(ȳ: Any) -> tuple:
+        if type(ȳ) is _ndarray and ȳ.shape == shape and ȳ.dtype == dtype:
+            # unbroadcast's own sum over the leading axis, without its general checks
+            ȳb = ȳ if sign > 0 else -ȳ
+            return (
+                _NO,
+                ȳ if len(sa) == 2 else ȳ.sum(axis=0),
+                ȳb if len(sb) == 2 else ȳb.sum(axis=0),
+            )
         ȳ = unthunk(ȳ)
+        a, b = _zeros(sa, dtype), _zeros(sb, dtype)  # stand-ins of the operands' type
         return (_NO, unbroadcast(a, ȳ), unbroadcast(b, ȳ if sign > 0 else -ȳ))
 
     return broadcast_add_pullback
@@ -248,7 +271,7 @@ def fasti_sub(a: Any, b: Any) -> Any:
 
 def fasti_mul(a: Any, b: Any) -> Any:
     if _same_float_arrays(a, b) and operator.mul in FLAGS.arrays:
-        return a * b, (b, a)
+        return a * b, [b, a]  # a list: the adjoint's array branch (see imul)
     side = _scalar_and_array(a, b, operator.mul)
     if side:
         return a * b, _scalar_array_pullback(operator.mul, a, b, side, None)
@@ -319,8 +342,29 @@ def fasti_pow(a: Any, n: Any) -> Any:
         and n >= 1
         and operator.pow in FLAGS.arrays
     ):
-        return a**n, (a,)
+        return a**n, [a]
     return fast_pow(a, n)
+
+
+def imul(s: Any, p: Any) -> Any:
+    """``s * p`` as the adjoint's array branch computes it: the last product of a
+    cotangent ``s``, with ``p`` a tape value or a fresh factor.
+
+    The product is written into ``p`` when ``p`` is a temporary nobody else holds
+    (``2 * a`` of ``a ** 2``), else into ``s`` when the caller's adjoint variable,
+    which it resets right after, is the only holder of ``s`` (reference counts, as
+    numpy itself reuses temporaries). Either way the values are those of ``s * p``:
+    same shape and dtype, one elementwise multiply."""
+    if type(s) is _ndarray and type(p) is _ndarray and s.shape == p.shape and s.dtype == p.dtype:
+        # refs of p: this parameter and getrefcount's argument; of s, also the caller's variable
+        if _sys_getrefcount(p) <= 2 and p.base is None and p.flags.writeable:
+            return _multiply(s, p, out=p)
+        if _sys_getrefcount(s) <= 3 and s.base is None and s.flags.writeable:
+            return _multiply(s, p, out=s)
+    return s * p
+
+
+_multiply = np.multiply
 
 
 def fasti_neg(a: Any) -> Any:
@@ -345,7 +389,181 @@ FAST_HELPERS: dict[str, Callable] = {
     "_ad_F": FLAGS,
     "_ad_float": float,
     "_ad_tuple": tuple,
+    "_ad_list": list,
+    "_ad_imul": imul,
 }
 
 _table.listeners.append(_refresh)
 _refresh()
+
+
+# --- lean rules for the commonest numpy calls on float64 arrays ---------------------
+#
+# ``rcall`` caches, per (function, argument types), the callable that computes
+# ``(y, pullback)``. When the rule that dispatch resolves is still the ``rules``
+# package's own, ``lean_rule`` may hand it a leaner callable for float64 arrays:
+# the same arithmetic (the rule's own derivative functions), without the rule's
+# option handling, thunks of zeros and projections that are identities here. Any
+# other dtype, shape or cotangent goes through the rule itself. The cache is
+# cleared by every registration, so a rule registered later is honoured.
+
+_f64 = np.dtype(np.float64)
+_NOTANGENT = _NO
+
+
+def _lean_unary(f: Any, impl: Callable) -> Callable | None:
+    from rules import _numpy_elementwise as ew
+
+    deriv = ew.HOLOMORPHIC.get(f)
+    if deriv is None:
+        return None
+    multiply = np.multiply
+    getrefcount = _sys_getrefcount
+    rule_times, project_like, like = ew._times, ew._project_like, ew._Like
+
+    def times(ȳ: Any, p: Any) -> Any:
+        # rules._times for a float64 ȳ of the output's shape: into p when p is fresh.
+        if (
+            type(p) is _ndarray
+            and getrefcount(p) <= 2
+            and p.base is None
+            and p.shape == ȳ.shape
+            and p.dtype is _f64
+            and p.flags.writeable
+        ):
+            return multiply(ȳ, p, out=p)
+        return ȳ * p
+
+    if f in ew.OUTPUT_ONLY:
+
+        def lean_output_only(x: Any) -> Any:
+            if x.dtype is not _f64:
+                return impl(x)
+            Ω = f(x)
+            if type(Ω) is not _ndarray or Ω.dtype is not _f64:
+                return impl(x)
+            shape = Ω.shape
+            x_like = like(x)
+
+            def lean_output_only_pullback(ȳ: Any) -> tuple:
+                if type(ȳ) is not _ndarray:
+                    ȳ = unthunk(ȳ)  # as the rule does first
+                if type(ȳ) is _ndarray and ȳ.dtype is _f64 and ȳ.shape == shape:
+                    return _NOTANGENT, times(ȳ, deriv(None, Ω))
+                if isinstance(ȳ, AbstractZero):  # the rule's own code
+                    return _NOTANGENT, _ZERO
+                return _NOTANGENT, project_like(x_like, rule_times(ȳ, deriv(None, Ω)))
+
+            return Ω, lean_output_only_pullback
+
+        return lean_output_only
+
+    def lean_unary(x: Any) -> Any:
+        if x.dtype is not _f64:
+            return impl(x)
+        Ω = f(x)
+        if type(Ω) is not _ndarray or Ω.dtype is not _f64:
+            return impl(x)
+        shape = Ω.shape
+
+        def lean_unary_pullback(ȳ: Any) -> tuple:
+            if type(ȳ) is not _ndarray:
+                ȳ = unthunk(ȳ)  # as the rule does first
+            if type(ȳ) is _ndarray and ȳ.dtype is _f64 and ȳ.shape == shape:
+                return _NOTANGENT, times(ȳ, deriv(x, Ω))
+            return impl(x)[1](ȳ)
+
+        return Ω, lean_unary_pullback
+
+    return lean_unary
+
+
+class _Float64Shape:
+    """A float64 array's shape and dtype, standing in for it where nothing else is read."""
+
+    __slots__ = ("shape",)
+    dtype = _f64
+
+    def __init__(self, shape: tuple) -> None:
+        self.shape = shape
+
+
+def _lean_reduction(f: Any, impl: Callable, mean: bool) -> Callable:
+    # np.sum / np.mean of a whole float64 array: what the rule computes
+    # (np.add.reduce, then / n for the mean, as numpy's _mean), and its pullback
+    # np.full(shape, ȳ * scale) for a float ȳ.
+    from rules._numpy_reductions import _full_pullback
+
+    reduce, empty = np.add.reduce, np.empty
+    f64_scalar = np.float64
+    name = f.__name__
+
+    def lean_reduction(x: Any) -> Any:
+        n = x.size
+        if x.dtype is not _f64 or (mean and not n):
+            return impl(x)
+        y = reduce(x, None)
+        scale = 1.0
+        if mean:
+            y = f64_scalar(y / n)
+            scale = 1.0 / n
+        shape = x.shape
+
+        def lean_reduction_pullback(ȳ: Any) -> tuple:
+            tȳ = type(ȳ)
+            if tȳ is _float or tȳ is f64_scalar:
+                out = empty(shape, _f64)
+                out.fill(ȳ * scale)
+                return _NOTANGENT, out
+            # the rule's own pullback; it reads only x's shape and dtype (x may be large)
+            return _full_pullback(_Float64Shape(shape), scale, name)(ȳ)
+
+        return y, lean_reduction_pullback
+
+    return lean_reduction
+
+
+def _lean_matmul(f: Any, impl: Callable) -> Callable:
+    # a @ b for two float64 matrices or a matrix and a vector: the rule's value
+    # (np.matmul) and its pullback (rules' matmul_fast_pullback, thunks included).
+    from rules._numpy_products import matmul_fast_pullback
+
+    matmul = np.matmul
+
+    def lean_matmul(a: Any, b: Any) -> Any:
+        if a.dtype is not _f64 or b.dtype is not _f64:
+            return impl(a, b)
+        y = matmul(a, b)
+        pb = matmul_fast_pullback(a, b, y)
+        if pb is None:
+            return impl(a, b)
+        return y, pb
+
+    return lean_matmul
+
+
+def lean_rule(f: Any, types: tuple, rule: Any) -> Callable | None:
+    """A leaner callable for ``rule`` (the ``rules`` package's own) at ``types``, or None."""
+    impl = rule.impl
+    module = getattr(impl, "__module__", "")
+    if rule.takes_config or not module.startswith("rules."):
+        return None
+    name = getattr(impl, "__name__", "")
+    try:
+        if types == (_ndarray,):
+            if type(f) is np.ufunc and name == f"{f.__name__}_rrule":
+                if module == "rules._numpy_elementwise":
+                    return _lean_unary(f, impl)
+            elif (f is np.sum or f is np.mean) and module == "rules._numpy_reductions":
+                if name == f"{f.__name__}_rrule":
+                    return _lean_reduction(f, impl, f is np.mean)
+        elif (
+            types == (_ndarray, _ndarray)
+            and (f is np.matmul or f is operator.matmul)
+            and module == "rules._numpy_linear"
+            and name == "matmul_rrule"
+        ):
+            return _lean_matmul(f, impl)
+    except TypeError:  # an unhashable f
+        return None
+    return None

@@ -32,6 +32,7 @@ from rulescore._thunks import AbstractThunk
 from . import _fast as _fast_module
 from ._accumulate import acc, field_ct, fn_tangent, kw_ct, tuple_ct
 from ._config import ADConfig
+from ._fast import lean_rule as _lean_rule
 from ._fast import scalar_partials as _scalar_partials
 from ._runtime_checks import argument_write, shared_update, unpack_error
 from .errors import CotangentShapeError, NoRuleError
@@ -122,6 +123,10 @@ def _resolve_rule(f: Any, args: tuple) -> Any:
         impl = functools.partial(rule.impl, CONFIG) if rule.takes_config else rule.impl
         trusted = getattr(rule.impl, "__module__", "").startswith(_TRUSTED_MODULES)
         hit = (impl, None if trusted else rule)
+        if trusted:
+            lean = _lean_rule(f, tuple(map(type, args)), rule)
+            if lean is not None:
+                hit = (lean, None)
     _RULE_CACHE[(f, *map(type, args))] = hit
     return hit
 
@@ -472,9 +477,8 @@ def call_function(
     as_init: bool = False,
 ) -> tuple[Any, Callable]:
     """Run the transformed primal of ``f``; map its pullback to the call's arguments."""
-    from .transform import transformed
-
-    entry = transformed(f, closure_active, as_init)
+    transform = _TRANSFORM[0] if _TRANSFORM else _import_transform()
+    entry = transform.transformed(f, closure_active, as_init)
     fwd = entry.instantiate(f)
     if kwargs:
         y, back = fwd(*args, **kwargs)
@@ -483,6 +487,16 @@ def call_function(
     if kwargs is None and entry.simple and len(args) == entry.n_positional:
         return y, back
     return y, _map_pullback(back, entry, len(args), kwargs)
+
+
+_TRANSFORM: list = []  # the transform package, imported on first use (it imports this module)
+
+
+def _import_transform() -> Any:
+    from . import transform
+
+    _TRANSFORM.append(transform)
+    return transform
 
 
 def _map_pullback(back: Callable, entry: Any, n_args: int, kwargs: dict | None) -> Callable:

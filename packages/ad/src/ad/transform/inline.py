@@ -136,13 +136,34 @@ def _inline_gradient(op: str, i: int, seed: ast.expr, args: list[ast.expr], line
     return _BinOp(seed, _MULT, scaled, lineno=line, col_offset=0)
 
 
+def _array_gradient(op: str, i: int, seed: ast.expr, args: list[ast.expr], line: int) -> ast.expr:
+    """The cotangent of operand ``i`` of an array mul or ``a ** n`` from a list tape,
+    as its last product: ``_ad_imul`` may write it into a dead buffer (same values)."""
+    if op == "mul":
+        return _call("_ad_imul", seed, _tape(i - 1, line), line=line)
+    n = args[1].value  # type: ignore[attr-defined]
+    if i == 2:
+        return _ln("_ad_NoTangent", line)
+    if n == 1:
+        return _inline_gradient(op, i, seed, args, line)
+    power = (
+        _tape(0, line)
+        if n == 2
+        else _BinOp(_tape(0, line), _POW, _const(n - 1, line), lineno=line, col_offset=0)
+    )
+    scaled = _BinOp(_const(n, line), _MULT, power, lineno=line, col_offset=0)
+    return _call("_ad_imul", seed, scaled, line=line)
+
+
 def inline_adjoint(
     op: str, seed: ast.expr, used: set[int], call_stmt: ast.stmt, args: list[ast.expr], line: int
 ) -> ast.stmt:
-    """The adjoint of an inlinable op: partials from the tape, else the pullback."""
-    body = [
-        _assign(f"_ad_g{i}", _inline_gradient(op, i, seed, args, line), line) for i in sorted(used)
-    ]
+    """The adjoint of an inlinable op: partials from the tape, else the pullback.
+
+    For mul and ``a ** n``, a list tape (float arrays, see ``_fast``) gets its own
+    branch, whose last product may reuse a dead buffer."""
+    order = sorted(used)
+    body = [_assign(f"_ad_g{i}", _inline_gradient(op, i, seed, args, line), line) for i in order]
     if op in ("add", "sub", "neg"):
         test: ast.expr = _Compare(
             _ln("_ad_p", line), [_IS], [_const(None, line)], lineno=line, col_offset=0
@@ -155,6 +176,19 @@ def inline_adjoint(
             lineno=line,
             col_offset=0,
         )
+    orelse = [call_stmt]
+    if order and (op == "mul" or op == "pow"):
+        arrays = body[:-1] + [
+            _assign(f"_ad_g{order[-1]}", _array_gradient(op, order[-1], seed, args, line), line)
+        ]
+        list_test = _Compare(
+            _call("type", _ln("_ad_p", line), line=line),
+            [_IS],
+            [_ln("_ad_list", line)],
+            lineno=line,
+            col_offset=0,
+        )
+        orelse = [ast.If(list_test, arrays, orelse, lineno=line, col_offset=0)]
     return ast.If(
-        test, body or [ast.Pass(lineno=line, col_offset=0)], [call_stmt], lineno=line, col_offset=0
+        test, body or [ast.Pass(lineno=line, col_offset=0)], orelse, lineno=line, col_offset=0
     )

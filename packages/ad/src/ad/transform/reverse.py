@@ -36,7 +36,7 @@ from .simplify import simplify_adjoint
 __all__ = ["generate"]
 
 _Name, _Call, _Tuple, _Compare, _Constant = ast.Name, ast.Call, ast.Tuple, ast.Compare, ast.Constant
-_IS, _ISNOT, _OR = ast.Is(), ast.IsNot(), ast.Or()
+_IS, _ISNOT, _OR, _DEL = ast.Is(), ast.IsNot(), ast.Or(), ast.Del()
 _ADD, _SUB, _MULT = ast.Add(), ast.Sub(), ast.Mult()
 
 
@@ -79,6 +79,57 @@ def _names_in_target(t: ast.expr) -> list[str]:
     return [n.id for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
+def _stmt_loads(s: ast.stmt) -> set[str]:
+    """The names ``s`` reads; for an ANF call, its atoms without a walk."""
+    if type(s) is ast.Assign and type(s.targets[0]) is _Name:
+        v = s.value
+        if type(v) is _Call:
+            out = {a.id for a in v.args if type(a) is _Name}
+            if type(v.func) is _Name:
+                out.add(v.func.id)
+            else:
+                out |= loaded_names(v.func)
+            for k in v.keywords:
+                out |= loaded_names(k.value)
+            if any(type(a) is not _Name and type(a) is not _Constant for a in v.args):
+                out |= loaded_names(v)
+            return out
+        if type(v) is _Name:
+            return {v.id}
+        return loaded_names(v)
+    return loaded_names(s)
+
+
+def _single_temporaries(body: list[ast.stmt]) -> frozenset[str]:
+    """ANF temporaries (``_ad_t<n>``) bound by exactly one assignment and read by
+    no nested function or lambda: the primal may drop them after their last use."""
+    counts: dict[str, int] = {}
+    captured: set[str] = set()
+    stack = list(body)
+    while stack:
+        s = stack.pop()
+        kind = type(s)
+        if kind is ast.Assign:
+            for t in s.targets:
+                for n in [t] if type(t) is _Name else ast.walk(t):
+                    if type(n) is _Name and n.id.startswith("_ad_t"):
+                        counts[n.id] = counts.get(n.id, 0) + (1 if type(t) is _Name else 2)
+            if type(s.value) is ast.Lambda:
+                captured |= loaded_names(s.value)
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            captured |= loaded_names(s)
+        elif kind is ast.For or kind is ast.While or kind is ast.If:
+            if kind is ast.For:
+                for n in ast.walk(s.target):
+                    if type(n) is _Name:
+                        counts[n.id] = counts.get(n.id, 0) + 2
+            stack.extend(s.body)
+            stack.extend(s.orelse)
+        elif kind is ast.Try or kind is ast.With:
+            return frozenset()  # not produced by anf; be conservative
+    return frozenset(n for n, c in counts.items() if c == 1 and n not in captured)
+
+
 @dataclass
 class _Gen:
     active: set[str]
@@ -89,7 +140,9 @@ class _Gen:
     params: frozenset[str] = frozenset()
     mutable_params: frozenset[str] = frozenset()  # parameters the function may mutate
     aliased: frozenset[str] = frozenset()  # names on either side of a plain copy a = b
+    releasable: frozenset[str] = frozenset()  # temporaries the primal may drop when dead
     counter: int = 0
+    n_calls: int = 0
     stacks: list[str] = field(default_factory=list)
     adjoints: set[str] = field(default_factory=set)
 
@@ -164,8 +217,9 @@ class _Gen:
     # --- blocks ---------------------------------------------------------------
 
     def block(self, stmts: list[ast.stmt], depth: int, tail: bool) -> tuple[list, list]:
-        fwd: list[ast.stmt] = []
+        fwds: list[list[ast.stmt]] = []
         chunks: list[list[ast.stmt]] = []
+        outputs: list[tuple[int, str]] = []  # (index, temporary) from a call with a rule
         for i, s in enumerate(stmts):
             is_tail = tail and i == len(stmts) - 1
             if isinstance(s, ast.Return) and not is_tail:
@@ -173,11 +227,49 @@ class _Gen:
                     s,
                     "`return` before the end of a loop body or block is not supported yet; assign the result and return it at the end",
                 )
+            n_calls = self.n_calls
             f, b = self.stmt(s, depth, is_tail)
-            fwd.extend(f)
+            if self.n_calls != n_calls and type(s) is ast.Assign:
+                t = s.targets[0]
+                if type(t) is _Name and t.id in self.releasable:
+                    outputs.append((i, t.id))
+            fwds.append(f)
             chunks.append(b)
+        if outputs:
+            self.release_dead(stmts, fwds, outputs)
+        fwd = [x for chunk in fwds for x in chunk]
         bwd = [x for chunk in reversed(chunks) for x in chunk]
         return fwd, bwd
+
+    def release_dead(
+        self, stmts: list[ast.stmt], fwds: list[list[ast.stmt]], outputs: list[tuple[int, str]]
+    ) -> None:
+        """Drop the primal's reference to each temporary after its last use.
+
+        A temporary the tape needs is held by the tape; the others (an array
+        ``x * y`` only summed later) would otherwise live until ``_ad_fwd``
+        returns, raising peak memory. Only ANF temporaries bound once, in this
+        block, and not read by a nested function are released.
+        """
+        names = {n for _, n in outputs}
+        last: dict[str, int] = {}
+        for j in range(len(stmts) - 1, -1, -1):
+            hit = _stmt_loads(stmts[j]) & names
+            for n in hit:
+                if n not in last:
+                    last[n] = j
+            names -= hit
+            if not names:
+                break
+        dead: dict[int, list[str]] = {}
+        for i, n in outputs:
+            j = last.get(n, i)
+            if j >= i and type(stmts[j]) is not ast.Return:
+                dead.setdefault(j, []).append(n)
+        for j, ns in dead.items():
+            line = getattr(stmts[j], "lineno", 0)
+            targets = [_Name(n, _DEL, lineno=line, col_offset=0) for n in ns]
+            fwds[j].append(ast.Delete(targets, lineno=line, col_offset=0))
 
     def stmt(self, s: ast.stmt, depth: int, tail: bool) -> tuple[list, list]:
         line = getattr(s, "lineno", 0)
@@ -272,6 +364,7 @@ class _Gen:
                 "`*args`/`**kwargs` at a call whose arguments carry derivatives is not supported yet; pass the arguments explicitly",
             )
         active = self.active
+        self.n_calls += 1
         pb = self.fresh("pb")
         inputs: list[tuple[int, str]] = []  # (index in the pullback's result, name)
         func = value.func
@@ -387,8 +480,12 @@ class _Gen:
         ]
         if inline is not None:
             inner[1] = inline_adjoint(func.id[7:], seed, used, inner[1], value.args, line)  # type: ignore[union-attr]
-        for idx, name in inputs:
+        for k, (idx, name) in enumerate(inputs):
             inner.append(self.accumulate(name, _ln(f"_ad_g{idx}", line), line))
+            if any(other == name for _, other in inputs[k + 1 :]):
+                # x * x: drop this slot's reference before the next accumulation into
+                # the same adjoint, so that one may add in place (see _ad_acc).
+                inner.append(_assign(f"_ad_g{idx}", _const(None, line), line))
         for kname, name in kw_inputs:
             got = _call(
                 "_ad_kw_ct", _ln(f"_ad_g{n_results - 1}", line), _const(kname, line), line=line
@@ -609,6 +706,7 @@ def generate(
         params=frozenset(param_names(fn)),
         mutable_params=mutable_params | returned_names(fn),
         aliased=copied_names(fn),
+        releasable=_single_temporaries(fn.body),
     )
     fwd_body, bwd_body = gen.block(fn.body, 0, True)
     bwd_body, _ = simplify_adjoint(bwd_body, {d(a) for a in gen.adjoints | set(param_names(fn))})

@@ -1,0 +1,352 @@
+"""The lean paths for common numpy calls give exactly what the rules give.
+
+``rcall`` caches, per function and argument types, the callable it runs; for
+float64 arrays and the ``rules`` package's own rules it may cache a leaner one
+(``ad._fast.lean_rule``): unary ufuncs, whole-array ``np.sum``/``np.mean`` and
+2-d/1-d ``matmul``. The bias-add pullback of ``_fast`` has a lean path too, and
+the generated primal drops dead temporaries. Each test compares, bit for bit,
+the lean result with the rule's own (``rulescore.rrule``), for the cotangents
+the lean path handles and for those it hands back to the rule.
+"""
+
+import operator
+
+import numpy as np
+import pytest
+
+import ad
+from ad import _fast
+from ad._runtime import _RULE_CACHE, rcall
+from rules._numpy_elementwise import HOLOMORPHIC
+from rulescore import NoTangent, Thunk, ZeroTangent, rrule, unthunk
+
+
+def _same(a, b):
+    """Bitwise equal values of the same type, shape and dtype (thunks evaluated)."""
+    a, b = unthunk(a), unthunk(b)
+    assert type(a) is type(b), (type(a), type(b))
+    if isinstance(a, tuple):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    elif isinstance(a, (np.ndarray, np.generic)):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        assert a.tobytes() == b.tobytes()
+    else:
+        assert a == b or (a != a and b != b)
+
+
+def _both(pb, pb0, s):
+    """The same result, or the same error, from the lean and the rule pullback."""
+    try:
+        want = pb0(s)
+    except Exception as e:  # an invalid cotangent: the lean path must fail alike
+        with pytest.raises(type(e)):
+            pb(s)
+        return
+    _same(pb(s), want)
+
+
+def _lean(f, *args):
+    y, pb = rcall(f, *args)
+    assert _RULE_CACHE[(f, *map(type, args))][0].__module__ == "ad._fast"
+    return y, pb
+
+
+def _seeds(y, rng):
+    seeds = [rng.normal(size=np.shape(y)), ZeroTangent()]
+    seeds.append(Thunk(lambda: np.full(np.shape(y), 0.5)))
+    seeds.append(rng.normal(size=np.shape(y)).astype(np.float32))
+    if np.ndim(y):
+        seeds.append(rng.normal(size=(1,) * np.ndim(y)))  # a broadcasting cotangent
+    return seeds
+
+
+def _domain(f, x):
+    name = f.__name__
+    if name in ("log", "log2", "log10", "log1p", "sqrt", "cbrt", "reciprocal", "arccosh"):
+        return np.abs(x) + 1.5
+    if name in ("arcsin", "arccos", "arctanh"):
+        return np.tanh(x) * 0.9
+    return x
+
+
+@pytest.mark.parametrize("f", list(HOLOMORPHIC), ids=lambda f: f.__name__)
+@pytest.mark.parametrize("shape", [(5,), (3, 4), ()])
+def test_unary_ufuncs_match_the_rule(f, shape):
+    rng = np.random.default_rng(1)
+    x = _domain(f, np.asarray(rng.normal(size=shape)))
+    if type(x) is not np.ndarray:
+        x = np.asarray(x)
+    y, pb = _lean(f, x)
+    y0, pb0 = rrule(f, x)
+    _same(y, y0)
+    for s in _seeds(y, rng):
+        _both(pb, pb0, s)
+        _both(pb, pb0, s)  # a second call gives the same again
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex128, np.int64])
+def test_other_dtypes_go_through_the_rule(dtype):
+    x = np.arange(1, 5).astype(dtype)
+    for f in (np.tanh, np.sin, np.exp, np.sum, np.mean):
+        y, pb = rcall(f, x)
+        y0, pb0 = rrule(f, x)
+        _same(y, y0)
+        seed = np.ones_like(y0) if np.ndim(y0) else 1.0
+        _same(pb(seed), pb0(seed))
+
+
+def test_output_only_pullbacks_keep_no_input_alive():
+    import sys
+
+    x = np.ones(1000)
+    before = sys.getrefcount(x)
+    y, pb = rcall(np.tanh, x)
+    assert sys.getrefcount(x) == before  # only x's shape and dtype are kept
+    y, pb = rcall(np.sum, x)
+    assert sys.getrefcount(x) == before
+    del y, pb
+
+
+@pytest.mark.parametrize("f", [np.sum, np.mean])
+@pytest.mark.parametrize("shape", [(7,), (3, 5), (), (0,)])
+def test_whole_array_reductions_match_the_rule(f, shape):
+    rng = np.random.default_rng(2)
+    x = np.asarray(rng.normal(size=shape) * 10.0 ** rng.uniform(-8, 8, size=shape))
+    if f is np.mean and x.size == 0:
+        with pytest.warns(RuntimeWarning):
+            rrule(f, x)
+        return
+    y, pb = _lean(f, x)
+    y0, pb0 = rrule(f, x)
+    _same(y, y0)
+    for s in (1.0, np.float64(-2.5), 3, 1.5 + 2j, ZeroTangent(), Thunk(lambda: 0.25)):
+        _same(pb(s), pb0(s))
+
+
+@pytest.mark.parametrize("fn", [np.matmul, operator.matmul], ids=["np.matmul", "@"])
+@pytest.mark.parametrize("shapes", [((4, 3), (3, 2)), ((4, 3), (3,)), ((3,), (3, 2)), ((3,), (3,))])
+def test_matmul_matches_the_rule(fn, shapes):
+    rng = np.random.default_rng(3)
+    a, b = (rng.normal(size=s) for s in shapes)
+    y, pb = _lean(fn, a, b)
+    y0, pb0 = rrule(fn, a, b)
+    _same(y, y0)
+    for s in (rng.normal(size=np.shape(y)), ZeroTangent(), Thunk(lambda: np.ones(np.shape(y)))):
+        _same(pb(s), pb0(s))
+
+
+def test_matmul_of_other_dtypes_and_ranks_goes_through_the_rule():
+    a32 = np.ones((2, 3), np.float32)
+    for a, b in ((a32, np.ones((3, 2))), (np.ones((2, 2, 3)), np.ones((3, 2)))):
+        y, pb = rcall(operator.matmul, a, b)
+        y0, pb0 = rrule(operator.matmul, a, b)
+        _same(y, y0)
+        _same(pb(np.ones_like(y0)), pb0(np.ones_like(y0)))
+
+
+@pytest.mark.parametrize("op", [operator.add, operator.sub])
+@pytest.mark.parametrize("bias_first", [False, True])
+def test_bias_add_pullback_matches_the_rule(op, bias_first):
+    rng = np.random.default_rng(4)
+    m, v = rng.normal(size=(6, 5)), rng.normal(size=5)
+    a, b = (v, m) if bias_first else (m, v)
+    fasti = _fast.fasti_add if op is operator.add else _fast.fasti_sub
+    y, pb = fasti(a, b)
+    y0, pb0 = rrule(op, a, b)
+    _same(y, y0)
+    seeds = [rng.normal(size=(6, 5)), Thunk(lambda: np.ones((6, 5))), ZeroTangent()]
+    seeds.append(np.array([[0.0, -0.0, 1e300, -1e300, 1e-300]] * 6))  # signed zeros
+    for s in seeds:
+        _same(pb(s), pb0(s))
+
+
+def _mlp(W, b, X):
+    h = np.tanh(X @ W + b)
+    return np.mean(np.exp(h) * np.sin(h)) + np.sum(h @ W.T)
+
+
+def test_gradients_match_the_rules_path_bit_for_bit():
+    rng = np.random.default_rng(5)
+    W, b, X = rng.normal(size=(4, 4)), rng.normal(size=4), rng.normal(size=(3, 4))
+    lean = ad.gradient(lambda W, b: _mlp(W, b, X), W, b)
+    import ad._runtime as runtime
+
+    saved = runtime._lean_rule
+    runtime._lean_rule = lambda *args: None
+    _RULE_CACHE.clear()
+    try:
+        general = ad.gradient(lambda W, b: _mlp(W, b, X), W, b)
+    finally:
+        runtime._lean_rule = saved
+        _RULE_CACHE.clear()
+    _same(tuple(lean), tuple(general))
+
+
+def test_a_rule_registered_after_the_first_transform_is_honoured(tmp_path):
+    """Checked in a fresh interpreter: rules cannot be unregistered."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = tmp_path / "override_numpy.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import numpy as np
+            import ad
+            from rulescore import NoTangent, rrule
+
+            def f(x):
+                return np.sum(np.tanh(x)) + np.mean(x @ x)
+
+            x = np.array([[0.0, 1.0], [2.0, 3.0]])
+            g0 = ad.gradient(f, x)[0]
+
+            @rrule.register(np.tanh)
+            def _(x: np.ndarray):
+                return np.tanh(x), lambda ȳ: (NoTangent(), 10.0 * ȳ)
+
+            g1 = ad.gradient(f, x)[0]
+            assert np.allclose(g1 - g0, 10.0 - (1 - np.tanh(x) ** 2)), (g0, g1)
+
+            @rrule.register(np.sum)
+            def _(x: np.ndarray):
+                return np.sum(x), lambda ȳ: (NoTangent(), np.full(x.shape, 100.0))
+
+            g2 = ad.gradient(f, x)[0]
+            assert np.allclose(g2 - g1, 100.0 * 10.0 - 10.0), (g1, g2)
+            print("ok")
+            """
+        )
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+# --- dead temporaries in the generated primal ---------------------------------------
+
+
+def _chain(x):
+    a = np.sin(x) * np.exp(-0.5 * x * x) + np.tanh(x) * x
+    return np.sum(a + x * x)
+
+
+def test_dead_temporaries_are_dropped_and_gradients_unchanged():
+    src = ad.code_adjoint(_chain, np.ones(3))
+    assert " = None  # line" in src
+    x = np.linspace(-1.0, 1.0, 7)
+    (g,) = ad.gradient(_chain, x)
+    want = (
+        (np.cos(x) - x * np.sin(x)) * np.exp(-0.5 * x * x)
+        + (1 - np.tanh(x) ** 2) * x
+        + np.tanh(x)
+        + 2 * x
+    )
+    np.testing.assert_allclose(g, want, rtol=1e-13)
+
+
+def _loops_and_branches(x, n):
+    total = 0.0
+    for i in range(n):
+        y = np.tanh(x * (i + 1.0)) if i % 2 else np.sin(x) * 2.0
+        total = total + np.sum(y * y)
+    zs = [np.exp(x * k) for k in range(3)]
+    for z in zs:
+        total = total + np.mean(z * x)
+    return total
+
+
+def test_temporaries_in_loops_comprehensions_and_conditionals(check_grad):
+    x = np.array([0.3, -0.2, 0.5])
+    check_grad(lambda x: _loops_and_branches(x, 4), x)
+    # the pullback can be called again: nothing it needs was dropped
+    y, back = ad.pullback(lambda x: _loops_and_branches(x, 3), x)
+    first = back(1.0)[0]
+    np.testing.assert_array_equal(back(1.0)[0], first)
+
+
+def test_tracebacks_still_point_at_user_lines():
+    import traceback
+
+    def f(x):
+        a = np.sin(x) * 2.0
+        b = a @ np.ones((2, 2))  # shape mismatch: raises here
+        return np.sum(b)
+
+    with pytest.raises(ValueError) as info:
+        ad.gradient(f, np.ones(3))
+    here = f.__code__.co_filename
+    frames = [fr for fr in traceback.extract_tb(info.value.__traceback__) if fr.filename == here]
+    assert frames[-1].lineno == f.__code__.co_firstlineno + 2
+
+
+def test_square_of_an_array_accumulates_once_per_operand():
+    x = np.array([1.0, -2.0, 3.0])
+    (g,) = ad.gradient(lambda x: np.sum(x * x), x)
+    np.testing.assert_array_equal(g, 2 * x)
+    assert isinstance(rrule(np.tanh, x)[1](np.ones(3))[0], NoTangent)
+
+
+# --- the adjoint's array branch for mul and ``a ** n`` ---------------------------------
+
+
+def _general_gradient(f, *args):
+    """``ad.gradient`` with the array fast paths of the operators off (the rules' path)."""
+    saved = _fast.FLAGS.arrays, _fast.FLAGS.scalar_arrays
+    _fast.FLAGS.arrays = _fast.FLAGS.scalar_arrays = frozenset()
+    try:
+        return ad.gradient(f, *args)
+    finally:
+        _fast.FLAGS.arrays, _fast.FLAGS.scalar_arrays = saved
+
+
+def _aliasing(x, y):
+    t = x * y
+    u = t * t  # one cotangent feeds both operands
+    v = t**2 + y**3 + x**1
+    w = u + v  # the add hands the same cotangent to u and v
+    return np.sum(w * t + w * w) + np.sum(np.exp(x) * x)
+
+
+def _in_a_loop(x, y):
+    total = 0.0
+    for k in range(3):
+        z = x * y + k
+        total = total + np.sum(z * z * x)
+    return total
+
+
+@pytest.mark.parametrize("f", [_aliasing, _in_a_loop])
+def test_array_mul_and_pow_match_the_rules_bit_for_bit(f):
+    rng = np.random.default_rng(6)
+    x, y = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    x0, y0 = x.copy(), y.copy()
+    fast = ad.gradient(f, x, y)
+    _same(tuple(fast), tuple(_general_gradient(f, x, y)))
+    np.testing.assert_array_equal(x, x0)  # inputs untouched
+    np.testing.assert_array_equal(y, y0)
+
+
+def test_imul_never_writes_into_an_array_someone_else_holds():
+    s, p = np.full(3, 2.0), np.full(3, 3.0)
+    keep_s, keep_p = s, p
+    out = _fast.imul(s, p)
+    assert out is not s and out is not p
+    np.testing.assert_array_equal(keep_s, 2.0)
+    np.testing.assert_array_equal(keep_p, 3.0)
+    view = np.full(6, 2.0)[::2]
+    assert _fast.imul(view, np.full(3, 3.0)) is not view
+    assert _fast.imul(np.ones(3), np.ones(3, np.float32)).dtype == np.float64
+    assert _fast.imul(2.0, 3.0) == 6.0
+
+
+def test_the_pullback_of_array_products_can_be_called_twice():
+    x, y = np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    _, back = ad.pullback(lambda x, y: np.sum((x * y) ** 2 * x), x, y)
+    first = back(1.0)
+    second = back(1.0)
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
