@@ -8,13 +8,23 @@ import types
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from rulescore import AbstractZero, NotImplementedTangent, Tangent, ZeroTangent, unthunk
+from rulescore import AbstractZero, NotImplementedTangent, Tangent, ZeroTangent, rrule, unthunk
 
 from ._params import Params, params_pullback, params_withgradient
 from ._runtime import call_function, rcall
 from .errors import NonScalarOutputError
 
 __all__ = ["code_adjoint", "gradient", "pullback", "withgradient"]
+
+
+_FunctionType = types.FunctionType
+_RRULES = rrule.table._rules
+_PLAIN: frozenset = frozenset([float])
+_SEEDS: dict = {float: 1.0}
+_np = sys.modules.get("numpy")
+if _np is not None:  # ad depends on numpy; keep the lookups exact by type
+    _PLAIN = frozenset([float, _np.ndarray, _np.float64])
+    _SEEDS.update({_np.float64: _np.float64(1), _np.float32: _np.float32(1)})
 
 
 class WithGradient(NamedTuple):
@@ -27,17 +37,16 @@ class WithGradient(NamedTuple):
 def _top_call(f: Callable, args: tuple) -> tuple[Any, Callable]:
     # At the top level nobody asks for f's own tangent: captured variables
     # are constants, so work that only feeds them is never done.
-    if type(f) is types.FunctionType:
-        from rulescore import rrule
-
-        if f not in rrule.table._rules:
-            return call_function(f, args, None, False)
+    if type(f) is _FunctionType and f not in _RRULES:
+        return call_function(f, args, None, False)
     return rcall(f, *args)
 
 
 def to_user(ct: Any) -> Any:
     """A cotangent as ``gradient`` reports it: zeros become None, thunks are evaluated,
     tuple/list/dict tangents become tuples/lists/dicts."""
+    if ct.__class__ in _PLAIN:  # the usual case: an array or a float, nothing to convert
+        return ct
     ct = unthunk(ct)
     if isinstance(ct, AbstractZero):
         return None
@@ -100,6 +109,9 @@ def _pullback(f: Callable, *args: Any) -> tuple[Any, Callable]:
 
 
 def _seed(y: Any, f: Callable) -> Any:
+    seed = _SEEDS.get(y.__class__)
+    if seed is not None:  # float, numpy float64/float32: the usual scalar losses
+        return seed
     np = sys.modules.get("numpy")
     if isinstance(y, bool) or not isinstance(y, numbers.Real):
         if np is not None and isinstance(y, np.ndarray) and y.shape == () and y.dtype.kind in "fiu":
@@ -151,6 +163,10 @@ def withgradient(f: Callable, *args: Any) -> WithGradient:
     if len(args) == 1 and isinstance(args[0], Params):  # implicit parameters
         return params_withgradient(f, args[0])
     y, pb = _top_call(f, args)
+    seed = _SEEDS.get(y.__class__)
+    if seed is not None:  # a float loss: the usual case
+        cts = pb(seed)
+        return WithGradient(y, tuple([to_user(c) for c in cts[1:]]))
     if isinstance(y, tuple) and not hasattr(y, "_fields"):
         if not y:
             raise NonScalarOutputError("withgradient: the function returned an empty tuple")
