@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from rulescore import AbstractZero, NotImplementedTangent, Tangent, ZeroTangent, rrule, unthunk
 
 from ._params import Params, params_pullback, params_withgradient
-from ._runtime import call_function, rcall
+from ._runtime import ONCE, call_function, rcall
 from .errors import NonScalarOutputError
 
 __all__ = ["code_adjoint", "gradient", "pullback", "withgradient"]
@@ -105,7 +105,14 @@ def pullback(f: Callable, *args: Any) -> tuple[Any, Callable]:
 def _pullback(f: Callable, *args: Any) -> tuple[Any, Callable]:
     """Internal form: the pullback returns ``(∂f, ∂args...)``, ∂f included
     (the tangent of a closure's captured variables), as rulescore values."""
-    return rcall(f, *args)
+    y, pb = rcall(f, *args)
+
+    def internal_pullback(ȳ: Any) -> tuple:
+        # Its caller may keep and call it many times: never the generated adjoint
+        # itself, which a caller running once could tell to free its tape.
+        return pb(ȳ)
+
+    return y, internal_pullback
 
 
 def _seed(y: Any, f: Callable) -> Any:
@@ -165,7 +172,7 @@ def withgradient(f: Callable, *args: Any) -> WithGradient:
     y, pb = _top_call(f, args)
     seed = _SEEDS.get(y.__class__)
     if seed is not None:  # a float loss: the usual case
-        cts = pb(seed)
+        cts = _call_once(pb, seed)
         return WithGradient(y, tuple([to_user(c) for c in cts[1:]]))
     if isinstance(y, tuple) and not hasattr(y, "_fields"):
         if not y:
@@ -178,8 +185,18 @@ def withgradient(f: Callable, *args: Any) -> WithGradient:
         seed = {first: _seed(y[first], f)}
     else:
         seed = _seed(y, f)
-    cts = pb(seed)
+    cts = _call_once(pb, seed)
     return WithGradient(y, tuple(to_user(c) for c in cts[1:]))
+
+
+def _call_once(pb: Callable, seed: Any) -> Any:
+    """``pb(seed)`` for a pullback nobody else holds or calls again: a generated adjoint
+    may then free its tape as it goes (see ``_runtime.claim``)."""
+    ONCE.expect = pb
+    try:
+        return pb(seed)
+    finally:
+        ONCE.expect = None
 
 
 def code_adjoint(f: Callable, *args: Any) -> str:

@@ -40,7 +40,14 @@ class ADConfig(RuleConfig, HasReverseMode, HasForwardsMode):
                 return pb(ȳ)[: n + 1]
 
             return y, via_ad_pullback
-        return rcall(f, *args)
+        y, pb = rcall(f, *args)
+
+        def rrule_via_ad_pullback(ȳ: Any) -> tuple:
+            # The rule may keep and call it many times: never the pullback itself,
+            # which a caller running once could tell to free its tape (_runtime.claim).
+            return pb(ȳ)
+
+        return y, rrule_via_ad_pullback
 
     def frule_via_ad(self, tangents: tuple, f: Any, *args: Any, **kwargs: Any) -> Any:
         """``(y, ẏ)`` of ``f(*args)`` pushed along ``tangents = (ḟ, ẋ1, ...)``.

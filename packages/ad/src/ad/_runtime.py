@@ -39,6 +39,7 @@ from .errors import CotangentShapeError, NoRuleError
 
 __all__ = [
     "CONFIG",
+    "ONCE",
     "acc",
     "argument_write",
     "field_ct",
@@ -70,6 +71,63 @@ try:
     _ndarray: Any = _numpy.ndarray
 except ImportError:  # pragma: no cover - ad depends on numpy
     _ndarray = None
+
+
+# --- pullbacks called once ---------------------------------------------------
+#
+# A generated adjoint (``_ad_back``) may be called many times (``ad.pullback``'s
+# pullback, ``jacobian``'s rows, a rule's ``rrule_via_ad``), so it keeps its tape
+# until it returns. When it is known to run once, it may drop each tape entry
+# after its last use and free the arrays it holds during the backward pass.
+#
+# The signal is handed to one pullback *object*: the caller that holds the only
+# reference to a pullback and calls it once (``withgradient``; a generated adjoint
+# that itself runs once, for its tape entries; the wrappers below) sets
+# ``ONCE.expect`` to it just before the call. A generated adjoint claims the
+# signal at entry (``claim``) only if ``expect`` is that very function, recognised
+# by a token only it holds (its last default argument, fresh for each closure), and
+# clears it either way. Nothing else can match a stale value, so no caller needs to
+# turn the signal off; a thread that overwrites another's ``expect`` only costs
+# that one the saving.
+
+
+class _Once:
+    """``expect``: the pullback about to be called once by the sole holder of it."""
+
+    __slots__ = ("expect",)
+
+    def __init__(self) -> None:
+        self.expect: Any = None
+
+
+ONCE = _Once()
+
+
+def _is_expected(e: Any, token: Any) -> bool:
+    if type(e) is not _FunctionType:
+        return False
+    defaults = e.__defaults__
+    return defaults is not None and defaults[-1] is token
+
+
+def claim(token: Any) -> bool:
+    """Whether the generated adjoint holding ``token`` is the pullback expected to
+    run once; clears the signal either way (called at the adjoint's entry)."""
+    e = ONCE.expect
+    ONCE.expect = None
+    return _is_expected(e, token)
+
+
+def _handoff(inner: Any, token: Any) -> None:
+    """In a wrapper pullback that calls ``inner`` once and alone holds it: pass the
+    signal on to ``inner`` when the wrapper itself (holding ``token``) was expected."""
+    e = ONCE.expect
+    ONCE.expect = inner if _is_expected(e, token) else None
+
+
+def _token() -> list:
+    """A fresh object identifying one pullback closure (see ``claim``)."""
+    return []
 
 
 # --- dispatch ---------------------------------------------------------------
@@ -315,7 +373,9 @@ def _call_bound(func: Any, obj: Any, args: tuple, kwargs: dict | None) -> tuple[
     else:
         y, pb = rcall_kw(func, (obj, *args), kwargs)
 
-    def method_pullback(ȳ: Any) -> tuple:
+    def method_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+        if ONCE.expect is not None:
+            _handoff(pb, _once)
         cts = pb(ȳ)
         return cts[1:]
 
@@ -328,7 +388,9 @@ def _call_partial(p: functools.partial, args: tuple, kwargs: dict | None) -> tup
     y, pb = rcall_kw(p.func, (*p.args, *args), {**p.keywords, **(kwargs or {})})
     n = len(args)
 
-    def partial_pullback(ȳ: Any) -> tuple:
+    def partial_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+        if ONCE.expect is not None:
+            _handoff(pb, _once)
         cts = pb(ȳ)
         kw = cts[-1]
         bound = cts[1 : 1 + nb]
@@ -427,7 +489,9 @@ def _construct_with_init(cls: type, init: Any, args: tuple, kwargs: dict | None)
     y, pb = call_function(init, (obj, *args), kwargs or None, closure, as_init=True)
     n = len(args)
 
-    def init_pullback(ȳ: Any) -> tuple:
+    def init_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+        if ONCE.expect is not None:
+            _handoff(pb, _once)
         cts = pb(ȳ)
         out = (_NO, *cts[2 : 2 + n])
         return (*out, cts[2 + n]) if kwargs else out
@@ -504,7 +568,9 @@ def _map_pullback(back: Callable, entry: Any, n_args: int, kwargs: dict | None) 
     pos = spec.positional
     n_bound = min(n_args, len(pos))
 
-    def mapped_pullback(ȳ: Any) -> tuple:
+    def mapped_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+        if ONCE.expect is not None:
+            _handoff(back, _once)
         raw = back(ȳ)
         by_name = dict(zip(spec.all_names, raw[1:]))
         out = [raw[0]]
@@ -530,3 +596,5 @@ def _map_pullback(back: Callable, entry: Any, n_args: int, kwargs: dict | None) 
 
 
 _fast_module.RCALL.append(rcall)
+# Names the generated adjoint reads for the once signal (bound with the fast helpers).
+_fast_module.FAST_HELPERS.update({"_ad_O": ONCE, "_ad_claim": claim})

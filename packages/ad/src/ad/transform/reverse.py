@@ -44,6 +44,19 @@ def _pass(line: int) -> ast.Pass:
     return ast.Pass(lineno=line, col_offset=0)
 
 
+def _if_once(body: list[ast.stmt], orelse: list[ast.stmt], line: int) -> ast.If:
+    """``if _ad_once: body else: orelse``: ``_ad_once`` is true when this call of the
+    adjoint is its only one, so it may free the tape as it goes (see ``_runtime.claim``)."""
+    return ast.If(_ln("_ad_once", line), body, orelse, lineno=line, col_offset=0)
+
+
+def _expect(var: str, line: int) -> ast.Assign:
+    """``_ad_O.expect = var``: hand the once signal to the tape entry the adjoint is
+    about to use (the pullback it calls next claims it, see ``_runtime.claim``)."""
+    target = ast.Attribute(_ln("_ad_O", line), "expect", STORE, lineno=line, col_offset=0)
+    return _assign(target, _ln(var, line), line)
+
+
 def _is_not_z(name: str, line: int) -> ast.expr:
     return _Compare(_ln(name, line), [_ISNOT], [_ln(Z, line)], lineno=line, col_offset=0)
 
@@ -145,6 +158,7 @@ class _Gen:
     n_calls: int = 0
     stacks: list[str] = field(default_factory=list)
     adjoints: set[str] = field(default_factory=set)
+    dropped: list[str] = field(default_factory=list)  # tape names the adjoint frees once run
 
     # --- tape ---------------------------------------------------------------
 
@@ -152,12 +166,17 @@ class _Gen:
         self.counter += 1
         return f"_ad_{base}{self.counter}"
 
-    def record(self, var: str, depth: int, line: int) -> tuple[list[ast.stmt], list[ast.stmt]]:
+    def record(
+        self, var: str, depth: int, line: int, pullback: bool = False
+    ) -> tuple[list[ast.stmt], list[ast.stmt]]:
         """Statements that keep ``var`` for the adjoint: (after its forward
-        assignment, before its first backward use)."""
+        assignment, before its first backward use). A ``pullback`` entry, read
+        by an adjoint running once, is freed and handed the once signal
+        (see ``_if_once``); the adjoint reads it straight into ``_ad_p``."""
         if depth == 0:
             return [], []
         stack, cursor = f"{var}_s", f"{var}_i"
+        target = "_ad_p" if pullback else var
         self.stacks.append(stack)
         push = ast.Expr(
             _Call(
@@ -170,15 +189,27 @@ class _Gen:
             lineno=line,
             col_offset=0,
         )
-        pop = [
+        read = [
             ast.AugAssign(_sn(cursor, line), _SUB, _const(1, line), lineno=line, col_offset=0),
             _assign(
-                var,
+                target,
                 ast.Subscript(_ln(stack, line), _ln(cursor, line), LOAD, lineno=line, col_offset=0),
                 line,
             ),
         ]
-        return [push], pop
+        # Run once (see ``_once``), the adjoint pops the entry instead: the same
+        # entry (the reads are last-in first-out), no longer held by the stack.
+        pop = _Call(
+            ast.Attribute(_ln(stack, line), "pop", LOAD, lineno=line, col_offset=0),
+            [],
+            [],
+            lineno=line,
+            col_offset=0,
+        )
+        once = [_assign(target, pop, line)]
+        if pullback:
+            once.append(_expect(target, line))
+        return [push], [_if_once(once, read, line)]
 
     def is_active(self, e: ast.expr) -> bool:
         return bool(loaded_names(e) & self.active)
@@ -441,7 +472,7 @@ class _Gen:
                     col_offset=0,
                 )
             ]
-        push, pop = self.record(pb, depth, line)
+        push, pop = self.record(pb, depth, line, pullback=True)
         fwd += push
         # Backward: seed, skip when the output's cotangent is zero.
         if len(tnames) == 1 and isinstance(target, ast.Name):
@@ -476,10 +507,16 @@ class _Gen:
                 _Call(_ln("_ad_p", line), [seed], [], lineno=line, col_offset=0),
                 line,
             ),
-            *self.reset(tnames, line),
         ]
         if inline is not None:
             inner[1] = inline_adjoint(func.id[7:], seed, used, inner[1], value.args, line)  # type: ignore[union-attr]
+        if depth == 0:  # the closure's cell: freed here when run once (see ``record``)
+            self.dropped.append(pb)
+            drop = [_assign(pb, _const(None, line), line), _expect("_ad_p", line)]
+            inner.insert(1, _if_once(drop, [], line))
+        else:  # popped into _ad_p already
+            del inner[0]
+        inner += self.reset(tnames, line)
         for k, (idx, name) in enumerate(inputs):
             inner.append(self.accumulate(name, _ln(f"_ad_g{idx}", line), line))
             if any(other == name for _, other in inputs[k + 1 :]):
@@ -730,6 +767,26 @@ def generate(
         )
     for stack in gen.stacks:
         init.append(_assign(stack[:-2] + "_i", _call("len", _ln(stack, line), line=line), line))
+    # Whether this call is the adjoint's only one: claimed at entry (``_runtime.claim``),
+    # by the token ``_ad_me``, a fresh list for each closure, which only it holds.
+    has_tape = bool(gen.n_calls or gen.stacks)
+    if has_tape:
+        claimed = ast.BoolOp(
+            ast.And(),
+            [
+                _Compare(
+                    ast.Attribute(_ln("_ad_O", line), "expect", LOAD, lineno=line, col_offset=0),
+                    [_ISNOT],
+                    [_const(None, line)],
+                    lineno=line,
+                    col_offset=0,
+                ),
+                _call("_ad_claim", _ln("_ad_me", line), line=line),
+            ],
+            lineno=line,
+            col_offset=0,
+        )
+        init.insert(0, _assign("_ad_once", claimed, line))
     if closure_active and freevars:
         df: ast.expr = _call(
             "_ad_fn_tangent",
@@ -750,18 +807,25 @@ def generate(
         lineno=line,
         col_offset=0,
     )
+    back_args = [ast.arg(arg="_ad_dy", lineno=line, col_offset=0)]
+    head: list[ast.stmt] = []
+    if has_tape:
+        back_args.append(ast.arg(arg="_ad_me", lineno=line, col_offset=0))
+    if gen.dropped:
+        head.append(ast.Nonlocal(sorted(set(gen.dropped)), lineno=line, col_offset=0))
     back = ast.FunctionDef(
         name="_ad_back",
         args=ast.arguments(
             posonlyargs=[],
-            args=[ast.arg(arg="_ad_dy", lineno=line, col_offset=0)],
+            args=back_args,
             vararg=None,
             kwonlyargs=[],
             kw_defaults=[],
             kwarg=None,
-            defaults=[],
+            defaults=[ast.List([], LOAD, lineno=line, col_offset=0)] if has_tape else [],
         ),
         body=[
+            *head,
             ast.Try(
                 body=[*init, *bwd_body, ast.Return(value=result, lineno=line, col_offset=0)],
                 handlers=[
@@ -784,7 +848,7 @@ def generate(
                 finalbody=[],
                 lineno=line,
                 col_offset=0,
-            )
+            ),
         ],
         decorator_list=[],
         returns=None,

@@ -78,6 +78,11 @@ def simplify_adjoint(stmts: list[ast.stmt], zero: set[str]) -> tuple[list[ast.st
             else:
                 zero -= _assigned([st])
         elif isinstance(st, ast.If):
+            test = st.test
+            if type(test) is _Name and test.id == "_ad_once":  # type: ignore[attr-defined]
+                # tape bookkeeping of a single-use adjoint: it assigns no adjoint
+                out.append(st)
+                continue
             body, z1 = simplify_adjoint(st.body, zero)
             orelse, z2 = simplify_adjoint(st.orelse, zero)
             out.append(
