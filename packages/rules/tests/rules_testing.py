@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from rulescore import NoTangent
+from rulescore import HasForwardsMode, HasReverseMode, NoTangent, RuleConfig, frule, rrule
 from rulestest import primal_and_tangent, test_frule, test_rrule
 
 DTYPES = [np.float64, np.float32, np.complex128]
@@ -56,3 +56,20 @@ def check(f: Any, args: tuple, kw: dict, dtype: Any) -> None:
     """Both rules of ``f`` through rulestest, with the dtype's tolerances."""
     test_rrule(f, *args, fkwargs=kw, **TOLERANCES[dtype])
     test_frule(f, *args, fkwargs=kw, **TOLERANCES[dtype])
+
+
+class RulesOnly(RuleConfig, HasReverseMode, HasForwardsMode):
+    """A toy AD that can differentiate functions with rules only (for config-aware
+    rules that call back into an AD: map, reduce, quietly)."""
+
+    def rrule_via_ad(self, f: Any, *args: Any, **kwargs: Any) -> Any:
+        out = rrule(f, *args, **kwargs)
+        if out is None:
+            raise TypeError(f"no rule for {f}")
+        return out
+
+    def frule_via_ad(self, tangents: tuple, f: Any, *args: Any, **kwargs: Any) -> Any:
+        out = frule(tangents, f, *args, **kwargs)
+        if out is None:
+            raise TypeError(f"no frule for {f}")
+        return out

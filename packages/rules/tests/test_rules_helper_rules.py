@@ -8,30 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rules_testing import RulesOnly
 
 import rules  # noqa: F401  (registers the rules)
 from rules import _helper_rules, _linalg_util
 from rules._numpy_elementwise import _one_minus_square
 from rules._quiet import quietly
-from rulescore import HasForwardsMode, HasReverseMode, RuleConfig, frule, rrule
+from rulescore import rrule
 from rulestest import test_frule, test_rrule
-
-
-class RulesOnly(RuleConfig, HasReverseMode, HasForwardsMode):
-    """A toy AD that differentiates functions with rules only."""
-
-    def rrule_via_ad(self, f, *args, **kwargs):
-        out = rrule(f, *args, **kwargs)
-        if out is None:
-            raise TypeError(f"no rule for {f}")
-        return out
-
-    def frule_via_ad(self, tangents, f, *args, **kwargs):
-        out = frule(tangents, f, *args, **kwargs)
-        if out is None:
-            raise TypeError(f"no frule for {f}")
-        return out
-
 
 CONFIG = RulesOnly()
 RNG = np.random.default_rng(0)

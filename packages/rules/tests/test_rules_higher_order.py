@@ -8,27 +8,11 @@ import operator
 
 import numpy as np
 import pytest
+from rules_testing import RulesOnly
 
 import rules  # noqa: F401  (registers the rules)
-from rulescore import HasForwardsMode, HasReverseMode, RuleConfig, frule, rrule
+from rulescore import frule, rrule
 from rulestest import test_frule, test_rrule
-
-
-class RulesOnly(RuleConfig, HasReverseMode, HasForwardsMode):
-    """A toy AD that can differentiate functions with rules only."""
-
-    def rrule_via_ad(self, f, *args, **kwargs):
-        out = rrule(f, *args, **kwargs)
-        if out is None:
-            raise TypeError(f"no rule for {f}")
-        return out
-
-    def frule_via_ad(self, tangents, f, *args, **kwargs):
-        out = frule(tangents, f, *args, **kwargs)
-        if out is None:
-            raise TypeError(f"no frule for {f}")
-        return out
-
 
 CONFIG = RulesOnly()
 

@@ -216,17 +216,8 @@ def _fcall_gen_rrule(
 
         def python_kw_pullback(ct: Any) -> tuple:
             f_ct, ts_ct, args_ct, kw, kw_ts_ct = pf_pb(ct)
-            return (
-                _NO,
-                f_ct,
-                ts_ct[0],
-                _tangents_ct(args_ct),
-                _tangents_ct(ts_ct[1:]),
-                _NO,
-                _NO,
-                _tangents_ct(tuple(kw.get(k, _Z) for k in kwnames)),
-                _tangents_ct(tuple(kw_ts_ct[k] for k in kwnames)),
-            )
+            kw_ts_cts = tuple(kw_ts_ct[k] for k in kwnames)
+            return _fcall_gen_cts(f_ct, ts_ct, args_ct, kw, kwnames, kw_ts_cts)
 
         return out, python_kw_pullback
     if all(_is_zero(t) for t in ts) and all(_is_zero(t) for t in kw_ts):
@@ -253,21 +244,27 @@ def _fcall_gen_rrule(
         ts_ct = raw[offset : offset + n_ts] if n_ts else (_Z,) * (n + 1)
         args_ct = raw[offset + n_ts : offset + n_ts + n]
         kw = raw[-1] if isinstance(raw[-1], dict) else {}
-        kw_ct = tuple(kw.get(k, _Z) for k in kwnames)
         f_ct = raw[0] if n_ts == 0 else _NO
-        return (
-            _NO,
-            f_ct,
-            ts_ct[0],
-            _tangents_ct(args_ct),
-            _tangents_ct(ts_ct[1:]),
-            _NO,
-            _NO,
-            _tangents_ct(kw_ct),
-            _tangents_ct((_Z,) * m),
-        )
+        return _fcall_gen_cts(f_ct, ts_ct, args_ct, kw, kwnames, (_Z,) * m)
 
     return (y, ẏ), fcall_gen_pullback
+
+
+def _fcall_gen_cts(
+    f_ct: Any, ts_ct: tuple, args_ct: tuple, kw: dict, kwnames: tuple, kw_ts_ct: tuple
+) -> tuple:
+    """The cotangents of ``fcall_gen``'s arguments, in its signature's order."""
+    return (
+        _NO,
+        f_ct,
+        ts_ct[0],
+        _tangents_ct(tuple(args_ct)),
+        _tangents_ct(tuple(ts_ct[1:])),
+        _NO,
+        _NO,
+        _tangents_ct(tuple(kw.get(k, _Z) for k in kwnames)),
+        _tangents_ct(kw_ts_ct),
+    )
 
 
 rrule.register(_forward.fcall_gen, config=ADConfig)(_fcall_gen_rrule)
