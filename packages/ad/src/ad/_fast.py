@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from rules._util import unbroadcast
-from rulescore import AbstractZero, NoTangent, Thunk, ZeroTangent, rrule, unthunk
+from rulescore import AbstractZero, InplaceableThunk, NoTangent, Thunk, ZeroTangent, rrule, unthunk
 
 from ._config import ADConfig
 
@@ -542,6 +542,63 @@ def _lean_matmul(f: Any, impl: Callable) -> Callable:
     return lean_matmul
 
 
+def _basic_key(key: Any) -> bool:
+    """Whether ``key`` is an int, a slice or a tuple of them (basic indexing, no repeats)."""
+    tk = type(key)
+    if tk is _slice or tk is _int:
+        return True
+    if tk is tuple:
+        for k in key:
+            tk = type(k)
+            if tk is not _slice and tk is not _int:
+                return False
+        return True
+    return False
+
+
+_slice = slice
+
+
+def _lean_getitem(impl: Callable) -> Callable:
+    # x[key] of a float64 array with a basic key (ints and slices): the rule's view
+    # and its pullback — an InplaceableThunk that adds ȳ into x[key] of an
+    # accumulator, or scatters it into zeros — without the rule's unthunk, key
+    # analysis, dtype promotion and projection (identities for a float64 ȳ of the
+    # view's shape). Anything else goes through the rule itself.
+    zeros = np.zeros
+
+    def lean_getitem(x: Any, key: Any) -> Any:
+        if x.dtype is not _f64 or not _basic_key(key):
+            return impl(x, key)
+        y = x[key]
+        if type(y) is not _ndarray:  # a scalar entry
+            return impl(x, key)
+        shape, y_shape = x.shape, y.shape
+
+        def lean_getitem_pullback(ȳ: Any) -> tuple:
+            if type(ȳ) is not _ndarray or ȳ.dtype is not _f64 or ȳ.shape != y_shape:
+                return impl(x, key)[1](ȳ)
+
+            def add_into(acc: Any) -> Any:
+                acc[key] += ȳ
+                return acc
+
+            def dense() -> Any:
+                dx = zeros(shape, _f64)
+                dx[key] = ȳ
+                return dx
+
+            return _NOTANGENT, _InplaceableThunk(add_into, _Thunk(dense)), _NOTANGENT
+
+        return y, lean_getitem_pullback
+
+    return lean_getitem
+
+
+_InplaceableThunk = InplaceableThunk
+_Thunk = Thunk
+
+
 def lean_rule(f: Any, types: tuple, rule: Any) -> Callable | None:
     """A leaner callable for ``rule`` (the ``rules`` package's own) at ``types``, or None."""
     impl = rule.impl
@@ -557,6 +614,15 @@ def lean_rule(f: Any, types: tuple, rule: Any) -> Callable | None:
             elif (f is np.sum or f is np.mean) and module == "rules._numpy_reductions":
                 if name == f"{f.__name__}_rrule":
                     return _lean_reduction(f, impl, f is np.mean)
+        elif (
+            f is operator.getitem
+            and len(types) == 2
+            and types[0] is _ndarray
+            and types[1] in (_slice, _int, tuple)
+            and module == "rules._numpy_indexing"
+            and name == "getitem_rrule"
+        ):
+            return _lean_getitem(impl)
         elif (
             types == (_ndarray, _ndarray)
             and (f is np.matmul or f is operator.matmul)

@@ -46,7 +46,7 @@ def _repeats_possible(key: Any) -> bool:
 
 
 @rrule.register(operator.getitem)
-def _(x: np.ndarray, key: Any) -> Any:
+def getitem_rrule(x: np.ndarray, key: Any) -> Any:
     y = x[key]
 
     def getitem_pullback(ȳ: Any) -> tuple:
