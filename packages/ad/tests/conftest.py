@@ -1,7 +1,13 @@
-"""Shared test helpers for ad: a finite-difference gradient to check against."""
+"""Shared test helpers for ad: a finite-difference gradient to check against; the
+path entry makes ``ad_testing`` (helpers shared as plain functions) importable."""
+
+import pathlib
+import sys
 
 import numpy as np
 import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 
 def _numgrad(f, args, i, h=1e-6):

@@ -13,22 +13,12 @@ import math
 
 import numpy as np
 import pytest
+from ad_testing import fd_hessian
 
 import ad
 
 X3 = np.array([0.3, 0.7, 0.45])
 M = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, 0.2], [0.1, 0.2, 1.8]])
-
-
-def fd_hessian(f, x, h=1e-5):
-    cols = []
-    for k in range(x.size):
-        e = np.zeros(x.size)
-        e[k] = h
-        gp = np.asarray(ad.gradient(f, x + e)[0], dtype=float)
-        gm = np.asarray(ad.gradient(f, x - e)[0], dtype=float)
-        cols.append((gp - gm) / (2 * h))
-    return np.stack(cols, axis=1)
 
 
 def _np_unary(fn):

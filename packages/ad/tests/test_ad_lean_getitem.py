@@ -14,25 +14,11 @@ import operator
 
 import numpy as np
 import pytest
+from ad_testing import same_bits
 
 import ad
 from ad._runtime import _RULE_CACHE, rcall
 from rulescore import InplaceableThunk, NoTangent, Thunk, ZeroTangent, rrule, unthunk
-
-
-def _same(a, b):
-    """Bitwise equal values of the same type, shape and dtype (thunks evaluated)."""
-    a, b = unthunk(a), unthunk(b)
-    assert type(a) is type(b), (type(a), type(b))
-    if isinstance(a, tuple):
-        assert len(a) == len(b)
-        for x, y in zip(a, b):
-            _same(x, y)
-    elif isinstance(a, (np.ndarray, np.generic)):
-        assert a.shape == b.shape and a.dtype == b.dtype
-        assert a.tobytes() == b.tobytes()
-    else:
-        assert a == b or (a != a and b != b)
 
 
 def _is_lean(x, key):
@@ -68,7 +54,7 @@ def test_getitem_matches_the_rule(key, shape):
         return
     y, pb = rcall(operator.getitem, x, key)
     assert _is_lean(x, key)
-    _same(y, want_y)
+    same_bits(y, want_y)
     seeds = [rng.normal(size=np.shape(y)), ZeroTangent()]
     seeds.append(Thunk(lambda: np.full(np.shape(y), 0.5)))
     seeds.append(rng.normal(size=np.shape(y)).astype(np.float32))
@@ -79,7 +65,7 @@ def test_getitem_matches_the_rule(key, shape):
     for s in seeds:
         got, want = pb(s), pb0(s)
         assert type(got[1]) is type(want[1])
-        _same(got, want)
+        same_bits(got, want)
         if type(want[1]) is InplaceableThunk:
             # adding into an accumulator: in place, the same values
             acc0 = rng.normal(size=shape)
@@ -87,7 +73,7 @@ def test_getitem_matches_the_rule(key, shape):
             a, b = acc0.copy(), acc0.copy()
             out_a = got[1].add_fn(a)
             assert out_a is a
-            _same(out_a, want[1].add_fn(b))
+            same_bits(out_a, want[1].add_fn(b))
 
 
 @pytest.mark.parametrize(
@@ -106,9 +92,9 @@ def test_getitem_matches_the_rule(key, shape):
 def test_other_arrays_and_keys_go_through_the_rule(x, key):
     y, pb = rcall(operator.getitem, x, key)
     want_y, pb0 = rrule(ad.ADConfig(), operator.getitem, x, key)
-    _same(y, want_y)
+    same_bits(y, want_y)
     s = np.ones(np.shape(y), dtype=np.result_type(x.dtype, np.float64))
-    _same(pb(s), pb0(s))
+    same_bits(pb(s), pb0(s))
 
 
 def test_pullback_holds_no_zeros_buffer_and_can_be_called_twice():
@@ -119,7 +105,7 @@ def test_pullback_holds_no_zeros_buffer_and_can_be_called_twice():
     second = unthunk(pb(s)[1])
     assert first is not second
     first[:] = 7.0  # a caller may update its cotangent: the next one is fresh
-    _same(unthunk(pb(s)[1]), np.array([0.0, 1.0, 1.0, 1.0, 1.0]))
+    same_bits(unthunk(pb(s)[1]), np.array([0.0, 1.0, 1.0, 1.0, 1.0]))
     assert pb(s)[0] is NoTangent() or type(pb(s)[0]) is NoTangent
 
 
@@ -154,16 +140,16 @@ def _rules_path(f, *args):
 def test_gradients_match_the_rules_path_bit_for_bit(f, x):
     x0 = x.copy()
     lean = ad.gradient(f, x)
-    _same(tuple(lean), tuple(_rules_path(f, x)))
-    _same(x, x0)  # the input is never written
+    same_bits(tuple(lean), tuple(_rules_path(f, x)))
+    same_bits(x, x0)  # the input is never written
 
 
 def test_gradient_of_a_slice_does_not_alias_the_cotangent():
     # the scattered cotangent must be fresh zeros, never the seed nor the input
     x = np.arange(4.0)
     (g,) = ad.gradient(lambda x: np.sum(x[1:]) + np.sum(x[:-1]), x)
-    _same(g, np.array([1.0, 2.0, 2.0, 1.0]))
-    _same(x, np.arange(4.0))
+    same_bits(g, np.array([1.0, 2.0, 2.0, 1.0]))
+    same_bits(x, np.arange(4.0))
 
 
 def test_nested_gradient_through_slices():

@@ -13,27 +13,13 @@ import operator
 
 import numpy as np
 import pytest
+from ad_testing import same_bits
 
 import ad
 from ad import _fast
 from ad._runtime import _RULE_CACHE, rcall
 from rules._numpy_elementwise import HOLOMORPHIC
-from rulescore import NoTangent, Thunk, ZeroTangent, rrule, unthunk
-
-
-def _same(a, b):
-    """Bitwise equal values of the same type, shape and dtype (thunks evaluated)."""
-    a, b = unthunk(a), unthunk(b)
-    assert type(a) is type(b), (type(a), type(b))
-    if isinstance(a, tuple):
-        assert len(a) == len(b)
-        for x, y in zip(a, b):
-            _same(x, y)
-    elif isinstance(a, (np.ndarray, np.generic)):
-        assert a.shape == b.shape and a.dtype == b.dtype
-        assert a.tobytes() == b.tobytes()
-    else:
-        assert a == b or (a != a and b != b)
+from rulescore import NoTangent, Thunk, ZeroTangent, rrule
 
 
 def _both(pb, pb0, s):
@@ -44,7 +30,7 @@ def _both(pb, pb0, s):
         with pytest.raises(type(e)):
             pb(s)
         return
-    _same(pb(s), want)
+    same_bits(pb(s), want)
 
 
 def _lean(f, *args):
@@ -80,7 +66,7 @@ def test_unary_ufuncs_match_the_rule(f, shape):
         x = np.asarray(x)
     y, pb = _lean(f, x)
     y0, pb0 = rrule(f, x)
-    _same(y, y0)
+    same_bits(y, y0)
     for s in _seeds(y, rng):
         _both(pb, pb0, s)
         _both(pb, pb0, s)  # a second call gives the same again
@@ -92,9 +78,9 @@ def test_other_dtypes_go_through_the_rule(dtype):
     for f in (np.tanh, np.sin, np.exp, np.sum, np.mean):
         y, pb = rcall(f, x)
         y0, pb0 = rrule(f, x)
-        _same(y, y0)
+        same_bits(y, y0)
         seed = np.ones_like(y0) if np.ndim(y0) else 1.0
-        _same(pb(seed), pb0(seed))
+        same_bits(pb(seed), pb0(seed))
 
 
 def test_output_only_pullbacks_keep_no_input_alive():
@@ -120,9 +106,9 @@ def test_whole_array_reductions_match_the_rule(f, shape):
         return
     y, pb = _lean(f, x)
     y0, pb0 = rrule(f, x)
-    _same(y, y0)
+    same_bits(y, y0)
     for s in (1.0, np.float64(-2.5), 3, 1.5 + 2j, ZeroTangent(), Thunk(lambda: 0.25)):
-        _same(pb(s), pb0(s))
+        same_bits(pb(s), pb0(s))
 
 
 @pytest.mark.parametrize("fn", [np.matmul, operator.matmul], ids=["np.matmul", "@"])
@@ -132,9 +118,9 @@ def test_matmul_matches_the_rule(fn, shapes):
     a, b = (rng.normal(size=s) for s in shapes)
     y, pb = _lean(fn, a, b)
     y0, pb0 = rrule(fn, a, b)
-    _same(y, y0)
+    same_bits(y, y0)
     for s in (rng.normal(size=np.shape(y)), ZeroTangent(), Thunk(lambda: np.ones(np.shape(y)))):
-        _same(pb(s), pb0(s))
+        same_bits(pb(s), pb0(s))
 
 
 def test_matmul_of_other_dtypes_and_ranks_goes_through_the_rule():
@@ -142,8 +128,8 @@ def test_matmul_of_other_dtypes_and_ranks_goes_through_the_rule():
     for a, b in ((a32, np.ones((3, 2))), (np.ones((2, 2, 3)), np.ones((3, 2)))):
         y, pb = rcall(operator.matmul, a, b)
         y0, pb0 = rrule(operator.matmul, a, b)
-        _same(y, y0)
-        _same(pb(np.ones_like(y0)), pb0(np.ones_like(y0)))
+        same_bits(y, y0)
+        same_bits(pb(np.ones_like(y0)), pb0(np.ones_like(y0)))
 
 
 @pytest.mark.parametrize("op", [operator.add, operator.sub])
@@ -155,11 +141,11 @@ def test_bias_add_pullback_matches_the_rule(op, bias_first):
     fasti = _fast.fasti_add if op is operator.add else _fast.fasti_sub
     y, pb = fasti(a, b)
     y0, pb0 = rrule(op, a, b)
-    _same(y, y0)
+    same_bits(y, y0)
     seeds = [rng.normal(size=(6, 5)), Thunk(lambda: np.ones((6, 5))), ZeroTangent()]
     seeds.append(np.array([[0.0, -0.0, 1e300, -1e300, 1e-300]] * 6))  # signed zeros
     for s in seeds:
-        _same(pb(s), pb0(s))
+        same_bits(pb(s), pb0(s))
 
 
 def _mlp(W, b, X):
@@ -181,7 +167,7 @@ def test_gradients_match_the_rules_path_bit_for_bit():
     finally:
         runtime._lean_rule = saved
         _RULE_CACHE.clear()
-    _same(tuple(lean), tuple(general))
+    same_bits(tuple(lean), tuple(general))
 
 
 def test_a_rule_registered_after_the_first_transform_is_honoured(tmp_path):
@@ -325,7 +311,7 @@ def test_array_mul_and_pow_match_the_rules_bit_for_bit(f):
     x, y = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
     x0, y0 = x.copy(), y.copy()
     fast = ad.gradient(f, x, y)
-    _same(tuple(fast), tuple(_general_gradient(f, x, y)))
+    same_bits(tuple(fast), tuple(_general_gradient(f, x, y)))
     np.testing.assert_array_equal(x, x0)  # inputs untouched
     np.testing.assert_array_equal(y, y0)
 

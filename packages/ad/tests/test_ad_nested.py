@@ -5,32 +5,21 @@ against central differences of the (first-order, separately tested) gradient."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from ad_testing import fd_hessian
 
 import ad
-from ad.errors import NonScalarOutputError
+from ad.errors import NonScalarOutputError, NoRuleError
 
 
 def grad(f, x):
     return ad.gradient(f, x)[0]
-
-
-def fd_hessian(f, x, h=1e-5):
-    """Central differences of ad.gradient, column by column."""
-    x = np.asarray(x, dtype=float)
-    cols = []
-    for k in range(x.size):
-        e = np.zeros(x.size)
-        e[k] = h
-        e = e.reshape(x.shape)
-        gp = np.asarray(grad(f, x + e), dtype=float).reshape(-1)
-        gm = np.asarray(grad(f, x - e), dtype=float).reshape(-1)
-        cols.append((gp - gm) / (2 * h))
-    return np.stack(cols, axis=1)
 
 
 # --- nested gradients ---------------------------------------------------------------
@@ -246,3 +235,37 @@ def test_keyword_argument_carrying_a_derivative_in_the_inner_call():
 
     # d/dx [∂/∂y (y · y²) at y = x] = d/dx 3x² = 6x
     assert grad(lambda x: grad(lambda y: inner(y, scale=y), x), 2.0) == pytest.approx(12.0)
+
+
+@dataclass
+class _Pair:
+    a: float
+    b: float
+
+
+class _Scaled:
+    def __init__(self, s):
+        self.s = s
+
+    def __call__(self, y):
+        return self.s * y**3
+
+
+def test_records_and_callable_objects_in_the_inner_function():
+    # d/dx [∂/∂y (y · y²) at y = x] = 6x, through a dataclass built and read inside
+    assert grad(lambda x: grad(lambda y: (lambda p: p.a * p.b**2)(_Pair(y, y)), x), 2.0) == (
+        pytest.approx(12.0)
+    )
+    # a callable object: d/dx [∂/∂y (2 y³) at y = x] = 12x
+    assert grad(lambda x: grad(_Scaled(2.0), x), 1.5) == pytest.approx(18.0)
+
+
+def test_unsupported_nested_calls_name_the_call_site_and_a_fix():
+    def inner(y, **kw):
+        return kw["s"] * y**2
+
+    with pytest.raises(NoRuleError, match=r"\*\*kwargs.*test_ad_nested\.py:\d+.*\n.*To fix"):
+        grad(lambda x: grad(lambda y: inner(y, s=y), x), 1.0)
+    scaled = functools.partial(lambda s, y: s * y**2, 2.0)
+    with pytest.raises(NoRuleError, match=r"partial.*test_ad_nested\.py:\d+.*\n.*To fix"):
+        grad(lambda x: grad(lambda y: scaled(y), x), 1.0)

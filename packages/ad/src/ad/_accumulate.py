@@ -52,14 +52,8 @@ def acc(a: Any, b: Any) -> Any:
     if ta is _ndarray:
         # refs: the caller's variable, this parameter, getrefcount's argument
         if _getrefcount(a) <= 3 and a.base is None and a.flags.writeable:
-            if type(b) is _InplaceableThunk:
-                return b.add_fn(a)
-            if isinstance(b, AbstractThunk):
-                b = b.unthunk()
-            if type(b) is _ndarray and b.shape == a.shape and b.dtype == a.dtype:
-                a += b
-                return a
-        elif isinstance(b, AbstractThunk):
+            return _add_into(a, b)
+        if isinstance(b, AbstractThunk):
             b = b.unthunk()
         return a + b
     if isinstance(a, AbstractThunk):
@@ -78,13 +72,7 @@ def acc(a: Any, b: Any) -> Any:
             and a.base is None
             and a.flags.writeable
         ):
-            if type(b) is _InplaceableThunk:
-                return b.add_fn(a)
-            if isinstance(b, AbstractThunk):
-                b = b.unthunk()
-            if type(b) is _ndarray and b.shape == a.shape and b.dtype == a.dtype:
-                a += b
-                return a
+            return _add_into(a, b)
     if isinstance(b, AbstractThunk):
         b = b.unthunk()
     if ta is list or ta is tuple:
@@ -108,6 +96,19 @@ def acc(a: Any, b: Any) -> Any:
         for k, v in b.items():
             out[k] = acc(out[k], v) if k in out else v
         return out
+    return a + b
+
+
+def _add_into(a: Any, b: Any) -> Any:
+    """``a + b`` for an array ``a`` the caller has proved it alone holds: written into
+    ``a`` when ``b`` has its shape and dtype (or adds itself in place)."""
+    if type(b) is _InplaceableThunk:
+        return b.add_fn(a)
+    if isinstance(b, AbstractThunk):
+        b = b.unthunk()
+    if type(b) is _ndarray and b.shape == a.shape and b.dtype == a.dtype:
+        a += b
+        return a
     return a + b
 
 

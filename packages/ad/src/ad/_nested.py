@@ -27,6 +27,7 @@ level's perturbation cannot leak into another's (no "perturbation confusion").
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import types
 from collections.abc import Callable
@@ -54,7 +55,7 @@ from . import (
 )
 from ._config import ADConfig
 from ._cotangents import entries
-from ._runtime import call_function, rcall, rcall_kw
+from ._runtime import call_function, call_site, rcall, rcall_kw
 from .errors import NoRuleError
 
 __all__ = ["directional", "fcall_pair", "reverse_over_forward", "weighted"]
@@ -66,6 +67,13 @@ _FunctionType = types.FunctionType
 _MethodType = types.MethodType
 CONFIG = ADConfig()
 _RRULES = rrule.table._rules
+
+
+def _unsupported(what: str, fix: str) -> NoRuleError:
+    """The error for a call nested differentiation cannot follow, with its call site."""
+    site = call_site()
+    where = f" (at {site})" if site else ""
+    return NoRuleError(f"nested differentiation: {what}{where}.\nTo fix: {fix}.")
 
 
 def _is_zero(x: Any) -> bool:
@@ -123,13 +131,6 @@ def reverse_over_forward(kernel: Callable, seed: Any, *args: Any) -> tuple:
 # --- reverse mode over forward mode's dispatch --------------------------------
 
 
-def _cts_of(raw: tuple, n_ts: int, n_args: int, offset: int) -> tuple[Any, tuple, tuple]:
-    """Split a callee's cotangents ``raw[offset:]`` into (tangents', arguments')."""
-    ts_ct = raw[offset : offset + n_ts]
-    args_ct = raw[offset + n_ts : offset + n_ts + n_args]
-    return _Z, tuple(ts_ct), tuple(args_ct)
-
-
 def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Callable]:
     """``rrule`` of ``fcall(f, ts, *args)``: differentiate what the dispatch runs."""
     n = len(args)
@@ -166,6 +167,11 @@ def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Calla
             return _through_frule(rule, f, ts, args)
     if tf is _MethodType:  # the method's tangent is its receiver's
         return _through_method(f.__func__, f.__self__, ts, args)
+    if isinstance(f, type) and (dataclasses.is_dataclass(f) or hasattr(f, "_fields")):
+        return _through_linear(f, ts, args)  # a record's constructor packs its fields
+    call = next((k.__dict__["__call__"] for k in tf.__mro__ if "__call__" in k.__dict__), None)
+    if isinstance(call, _FunctionType):  # a callable object: its __call__, f the receiver
+        return _through_method(call, f, ts, args)
     if tf is types.BuiltinFunctionType:
         owner = f.__self__
         if owner is not None and not isinstance(owner, types.ModuleType):
@@ -173,11 +179,10 @@ def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Calla
             if unbound is not None and _forward._hashable(unbound) and unbound in _forward._FRULES:
                 return _through_method(unbound, owner, ts, args)
     name = _forward._fname(f)
-    raise NoRuleError(
-        f"nested differentiation: cannot differentiate the forward-mode call of {name} in "
-        "reverse mode (reverse over forward supports Python functions, functions with an "
-        "frule, and methods).\nTo fix: call it through a Python function, or register an "
-        "frule for it."
+    raise _unsupported(
+        f"cannot differentiate the forward-mode call of {name} in reverse mode (reverse "
+        "over forward supports Python functions, functions with an frule, and methods)",
+        "call it through a Python function, or register an frule for it",
     )
 
 
@@ -195,17 +200,17 @@ def _fcall_gen_rrule(
     """``rrule`` of ``fcall_gen``: a forward-mode call with keyword arguments."""
     name = _forward._fname(f)
     if stars is not None or None in kwnames:
-        raise NoRuleError(
-            f"nested differentiation: the forward-mode call of {name} passes *args or "
-            "**kwargs, which reverse over forward does not follow.\nTo fix: pass the "
-            "arguments one by one."
+        raise _unsupported(
+            f"the forward-mode call of {name} passes *args or **kwargs, which reverse "
+            "over forward does not follow",
+            "pass the arguments one by one",
         )
     python = type(f) is _FunctionType and f not in _forward._FRULES
     if not python and not all(_is_zero(t) for t in kw_ts):
-        raise NoRuleError(
-            f"nested differentiation: a keyword argument of {name} carries a derivative "
-            "in forward mode, which reverse over forward does not follow.\nTo fix: pass "
-            "it positionally."
+        raise _unsupported(
+            f"a keyword argument of {name} carries a derivative in forward mode, which "
+            "reverse over forward does not follow into an frule",
+            "pass it positionally",
         )
     args, arg_ts = tuple(args), tuple(arg_ts)
     n, m = len(args), len(kwnames)
@@ -229,10 +234,10 @@ def _fcall_gen_rrule(
         if _forward._hashable(f) and f in _forward._FRULES:
             rule = _forward._lookup(f, tuple(map(type, args)), ADConfig)
         if rule is None:
-            raise NoRuleError(
-                f"nested differentiation: {name} is called with keyword arguments; reverse "
-                "over forward follows such calls only into functions with an frule.\nTo "
-                "fix: pass every argument positionally."
+            raise _unsupported(
+                f"{name} is called with keyword arguments; reverse over forward follows "
+                "such calls only into Python functions and functions with an frule",
+                "pass every argument positionally",
             )
         call_args = (CONFIG, *ts, *args) if rule.takes_config else (*ts, *args)
         (y, ẏ), pb = call_function(rule.impl, call_args, kwargs, False)
@@ -370,15 +375,16 @@ def _through_frule(rule: Any, f: Any, ts: tuple, args: tuple) -> tuple[Any, Call
     else:
         out, pb = rcall(impl, *call_args)
     if out is None:
-        raise NoRuleError(
-            f"nested differentiation: the frule for {_forward._fname(f)} declined these "
-            "arguments; reverse over forward cannot follow its fallback"
+        raise _unsupported(
+            f"the frule for {_forward._fname(f)} declined these arguments, and reverse "
+            "over forward cannot follow its fallback",
+            "call it with arguments its frule accepts, or differentiate to first order",
         )
 
     def frule_pullback(ct: Any) -> tuple:
         raw = pb(ct)
-        _, ts_ct, args_ct = _cts_of(raw, m, n, offset)
-        return (_NO, _NO, _tangents_ct(ts_ct), *args_ct)
+        ts_ct = raw[offset : offset + m]
+        return (_NO, _NO, _tangents_ct(ts_ct), *raw[offset + m : offset + m + n])
 
     return out, frule_pullback
 
@@ -415,10 +421,10 @@ def _pushforward_call(
     dt = _forward._param_tangents(spec, n, ts[1:], kwargs, kw_ts)
     named = set(spec.positional) | set(spec.kwonly)
     if any(not _is_zero(kw_ts[k]) for k in kwargs if k not in named):
-        raise NoRuleError(
-            f"nested differentiation of {_forward._fname(f)}: a keyword argument that "
-            "lands in **kwargs carries a derivative in forward mode.\nTo fix: make it a "
-            "named parameter."
+        raise _unsupported(
+            f"a keyword argument of {_forward._fname(f)} that lands in **kwargs carries a "
+            "derivative in forward mode",
+            "make it a named parameter",
         )
     out, pb = rcall_kw(gen, args, {**kwargs, "_ad_dt": dt, "_ad_df": ḟ})
     own = frozenset(f.__code__.co_freevars)
@@ -518,8 +524,6 @@ def _tan_seq_rrule(build: Callable, n_what: str) -> Callable:
 
 @rrule.register(_forward.tan_dict, config=ADConfig)
 def _(config: Any, keys: tuple, ts: tuple) -> Any:
-    n = len(ts)
-
     def tan_dict_pullback(ct: Any) -> tuple:
         ct = unthunk(ct)
         if _is_zero(ct):
@@ -527,7 +531,6 @@ def _(config: Any, keys: tuple, ts: tuple) -> Any:
         b = ct._backing if isinstance(ct, Tangent) else ct
         return (_NO, _NO, _tangents_ct(tuple(b.get(k, _Z) for k in keys)))
 
-    assert len(keys) == n
     return _forward.tan_dict(keys, ts), tan_dict_pullback
 
 

@@ -524,7 +524,9 @@ def call_site() -> str:
 
 def _fname(f: Any) -> str:
     mod = getattr(f, "__module__", None)
-    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
+    if name is None:  # an object (a partial, a callable instance): its repr says it all
+        return repr(f)
     if mod in (None, "builtins"):
         return name
     return f"{mod}.{name}"

@@ -1,0 +1,39 @@
+"""Helpers shared by ad's test modules (importable through conftest's path entry)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import ad
+from rulescore import unthunk
+
+
+def same_bits(a: Any, b: Any) -> None:
+    """Assert bitwise equal values of the same type, shape and dtype (thunks evaluated)."""
+    a, b = unthunk(a), unthunk(b)
+    assert type(a) is type(b), (type(a), type(b))
+    if isinstance(a, tuple):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            same_bits(x, y)
+    elif isinstance(a, (np.ndarray, np.generic)):
+        assert a.shape == b.shape and a.dtype == b.dtype
+        assert a.tobytes() == b.tobytes()
+    else:
+        assert a == b or (a != a and b != b)
+
+
+def fd_hessian(f: Any, x: Any, h: float = 1e-5) -> np.ndarray:
+    """Central differences of ``ad.gradient``, column by column (``x`` flattened in C order)."""
+    x = np.asarray(x, dtype=float)
+    cols = []
+    for k in range(x.size):
+        e = np.zeros(x.size)
+        e[k] = h
+        e = e.reshape(x.shape)
+        gp = np.asarray(ad.gradient(f, x + e)[0], dtype=float).reshape(-1)
+        gm = np.asarray(ad.gradient(f, x - e)[0], dtype=float).reshape(-1)
+        cols.append((gp - gm) / (2 * h))
+    return np.stack(cols, axis=1)
