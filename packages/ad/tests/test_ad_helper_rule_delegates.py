@@ -47,3 +47,18 @@ def test_triangular_solve_delegate_differentiates_the_triangle_only(lower):
     ā = pb(np.ones_like(y))[1]
     other = np.triu(ā, 1) if lower else np.tril(ā, -1)
     assert not other.any()
+
+
+def test_times_delegate_is_the_product():
+    from rules._numpy_elementwise import _times
+
+    rng = np.random.default_rng(3)
+    test_rrule(CONFIG, _times, rng.standard_normal(4), rng.standard_normal(4))
+    test_frule(CONFIG, _times, rng.standard_normal(4), rng.standard_normal(4))
+
+
+def test_det_adjugate_delegate_is_det_times_inverse():
+    a = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, 0.2], [0.1, 0.2, 1.8]])
+    d = np.asarray(np.linalg.det(a))  # a 0-d array, as det of a batch of one matrix
+    test_rrule(CONFIG, _linalg_basic._det_adjugate, a, d)
+    test_frule(CONFIG, _linalg_basic._det_adjugate, a, d)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rules_testing import RulesOnly
+from rules_testing import N, RulesOnly
 
 import rules  # noqa: F401  (registers the rules)
 from rules import _helper_rules, _linalg_util
@@ -51,3 +51,34 @@ def _args_for(f):
     if f is _linalg_util.bind:
         return (np.linalg.norm, (np.ones(2),), {})
     return (np.ones(2),)
+
+
+def _reshape_adjoint(ȳ, x, shape):
+    return ȳ.reshape(x.shape)
+
+
+def _trace_adjoint(ȳ, x):
+    return ȳ * np.eye(*x.shape)
+
+
+@pytest.mark.parametrize("case", ["getitem", "getitem_repeats", "reshape", "trace"])
+def test_apply_adjoint_is_linear_with_the_forward_map_as_transpose(case):
+    """A linear rule's pullback goes through ``apply_adjoint``, whose own rules let
+    an AD differentiate the pullback again (reverse over reverse)."""
+    import operator
+
+    from rules._numpy_indexing import scatter
+    from rules._numpy_linear import apply_adjoint
+
+    x = RNG.standard_normal((3, 4))
+    if case == "getitem":
+        fns, ȳ, rest = (scatter, operator.getitem), RNG.standard_normal(2), ((1, slice(1, 3)),)
+    elif case == "getitem_repeats":
+        fns, ȳ, rest = (scatter, operator.getitem), RNG.standard_normal((3, 4)), ([0, 0, 2],)
+    elif case == "reshape":
+        fns, ȳ, rest = (_reshape_adjoint, np.reshape), RNG.standard_normal((2, 6)), ((2, 6),)
+    else:
+        fns, ȳ, rest = (_trace_adjoint, np.trace), 1.5, ()
+    args = (N(fns[0]), N(fns[1]), N(False), ȳ, N(x), N(rest), N({}))
+    test_rrule(apply_adjoint, *args)
+    test_frule(apply_adjoint, *args)

@@ -162,6 +162,20 @@ def test_full_like_differentiable_in_the_fill_value(dtype):
     check(np.full_like, (N(np.ones(3)), 2.5), {}, np.float64)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_full_differentiable_in_the_fill_value(dtype):
+    m = maker(dtype)
+    check(np.full, (N((2, 3)), m()[()]), {}, dtype)
+    check(np.full, (N((2, 3)), m(3)), {}, dtype)  # a row broadcast down the rows
+    check(np.full, (N((4,)), 2.5), {}, np.float64)
+
+
+def test_full_sums_the_cotangent_over_broadcast_entries():
+    _, pullback = rrule(np.full, (2, 3), np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(pullback(np.ones((2, 3)))[2], [2.0, 2.0, 2.0])
+    assert frule((NoTangent(), NoTangent(), 2.0), np.full, (2,), 1.0)[1].tolist() == [2.0, 2.0]
+
+
 def test_full_like_integer_output_is_non_differentiable():
     _, pullback = rrule(np.full_like, np.ones(2, dtype=int), 2.5)
     assert pullback(np.ones(2)) == (NoTangent(), NoTangent(), NoTangent())

@@ -17,6 +17,7 @@ from . import (
     _forward_rules,  # noqa: F401  (registers the frules of ad's helpers)
     _helpers,  # noqa: F401  (registers ad's structural rules)
     _nested,  # noqa: F401  (registers the rules of nested differentiation)
+    _over_reverse,  # noqa: F401  (registers the rules of reverse over reverse)
 )
 from ._api import WithGradient, _pullback, code_adjoint, gradient, pullback, withgradient
 from ._buffer import Buffer

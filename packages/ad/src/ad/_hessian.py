@@ -1,11 +1,12 @@
 """Second derivatives: ``hessian``, ``hessian_reverse`` and ``diaghessian``.
 
-All three differentiate ``gradient`` itself (see ``_nested``): ``hessian``
-in forward mode, one pushforward of ``x ↦ ∇f(x)`` per input element (a
-column of ``H``); ``hessian_reverse`` in reverse mode, one pullback per
-output element (a row); ``diaghessian`` takes one Hessian-vector product
-per input element and keeps its diagonal entry. Each Hessian-vector product
-is reverse mode over forward mode, ``∇ₓ ⟨∇f(x), v⟩``, exact to rounding.
+``hessian`` differentiates ``gradient`` in forward mode, one pushforward of
+``x ↦ ∇f(x)`` per input element (a column of ``H``; each is reverse mode over
+forward mode, see ``_nested``); ``hessian_reverse`` is reverse mode over
+reverse mode, one pullback per output element (a row), differentiating the
+generated adjoint and the rules' pullbacks (see ``_over_reverse``);
+``diaghessian`` takes one Hessian-vector product ``∇ₓ ⟨∇f(x), v⟩`` per input
+element and keeps its diagonal entry. All are exact to rounding.
 Arrays are flattened in numpy's C order, as in ``jacobian``.
 """
 
@@ -23,6 +24,7 @@ from ._api import _seed, gradient, to_user
 from ._forward_api import jvp
 from ._jacobian import jacobian
 from ._nested import directional, reverse_over_forward
+from ._over_reverse import gradient_pure
 from .errors import NonScalarOutputError
 
 __all__ = ["diaghessian", "hessian", "hessian_reverse"]
@@ -89,10 +91,14 @@ def hessian(f: Callable, x: Any) -> Any:
 
 
 def hessian_reverse(f: Callable, x: Any) -> Any:
-    """The Hessian of a real-valued ``f`` at ``x``: reverse mode over ``gradient``.
+    """The Hessian of a real-valued ``f`` at ``x``: reverse mode over reverse mode.
 
-    The same matrix as ``hessian`` (rows instead of columns: one pullback of
-    ``∇f`` per element of ``x``); useful to cross-check the two.
+    The same matrix as ``hessian``, one row per pullback. The first gradient is
+    computed by ``f``'s generated primal and adjoint in their pure form, and the
+    second reverse pass differentiates that adjoint and every rule's pullback it
+    calls, as source (see ``ad._over_reverse``): a test of the whole design, and a
+    cross-check of ``hessian``. A rule whose pullback cannot be differentiated
+    again raises an error naming it; ``hessian`` does not need that.
 
     >>> import numpy as np
     >>> hessian_reverse(lambda x: np.sum(x**3), np.array([[1.0, 2.0], [3.0, 4.0]]))
@@ -105,10 +111,10 @@ def hessian_reverse(f: Callable, x: Any) -> Any:
     """
     _check_scalar("hessian_reverse", f, (x,))
     if _is_number(x):
-        ct = jacobian(lambda x: _first_gradient(f, x), x, mode="reverse")[0]
+        ct = jacobian(lambda x: gradient_pure(f, x), float(x), mode="reverse")[0]
         return float(np.asarray(ct).reshape(-1)[0])
     _as_array("hessian_reverse", x)
-    return jacobian(lambda x: _first_gradient(f, x), x, mode="reverse")[0]
+    return jacobian(lambda x: gradient_pure(f, x), x, mode="reverse")[0]
 
 
 def hvp(f: Callable, args: tuple, directions: tuple) -> tuple:

@@ -412,9 +412,9 @@ def _call_partial(p: functools.partial, args: tuple, kwargs: dict | None) -> tup
 
 
 def _construct(cls: type, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
-    kwargs = kwargs or {}
     if issubclass(cls, Tangent):
         return _construct_tangent(cls, args, kwargs)
+    kwargs = kwargs or {}
     if dataclasses.is_dataclass(cls):
         names = [f.name for f in dataclasses.fields(cls) if f.init]
     elif issubclass(cls, tuple) and hasattr(cls, "_fields"):
@@ -449,9 +449,12 @@ def _construct(cls: type, args: tuple, kwargs: dict | None) -> tuple[Any, Callab
     return y, constructor_pullback
 
 
-def _construct_tangent(cls: type, args: tuple, kwargs: dict) -> tuple[Any, Callable]:
+def _construct_tangent(cls: type, args: tuple, keywords: dict | None) -> tuple[Any, Callable]:
     """``Tangent[P](...)`` in differentiated code (rule bodies, under nested
-    differentiation): a tangent is a vector, built linearly from its entries."""
+    differentiation): a tangent is a vector, built linearly from its entries.
+    Called with keywords (``rcall_kw``, even an empty dict), the pullback ends
+    with their cotangents."""
+    kwargs = keywords or {}
     y = cls(*args, **kwargs)
     n = len(args)
 
@@ -462,13 +465,17 @@ def _construct_tangent(cls: type, args: tuple, kwargs: dict) -> tuple[Any, Calla
             kw = {k: _Z for k in kwargs}
         else:
             b = ȳ._backing if isinstance(ȳ, Tangent) else ȳ
-            if isinstance(b, dict):
+            if n == 1 and isinstance(args[0], dict):  # Tangent[dict](mapping, **more)
+                given = args[0]
+                cts = (Tangent[dict]._from_backing({k: b.get(k, _Z) for k in given}),)
+                kw = {k: b.get(k, _Z) for k in kwargs}
+            elif isinstance(b, dict):
                 cts = tuple(b.get(i, _Z) for i in range(n))
                 kw = {k: b.get(k, _Z) for k in kwargs}
             else:
                 cts = tuple(b[i] for i in range(n))
                 kw = {k: _Z for k in kwargs}
-        return (_NO, *cts, kw) if kwargs else (_NO, *cts)
+        return (_NO, *cts, kw) if keywords is not None else (_NO, *cts)
 
     return y, tangent_constructor_pullback
 

@@ -334,6 +334,7 @@ for _f in (
     builtins.ord,
     builtins.chr,
     builtins.format,
+    builtins.slice,
 ):
     non_differentiable(_f)
 non_differentiable(builtins.float, str)

@@ -28,7 +28,7 @@ from rulescore import (
     unthunk,
 )
 
-from . import _linalg_basic, _linalg_util, _util
+from . import _linalg_basic, _linalg_util, _numpy_elementwise, _util
 from ._numpy_elementwise import _one_minus_square
 
 non_differentiable(_util.is_zero)
@@ -82,6 +82,23 @@ def _solve_with_name(fname: str, a: Any, b: Any) -> Any:
     return np.linalg.solve(a, b)
 
 
+def _det_adjugate_regular(a: Any, d: Any) -> Any:
+    return np.reshape(d, np.shape(d) + (1, 1)) * np.linalg.inv(a)
+
+
 _delegate(_linalg_basic.det_tangent, _linalg_basic.det_tangent_regular)
+# det's pullback: d·a⁻¹, falling back (in a ``try``) to the SVD adjugate when a is
+# singular; differentiated again, the regular form (the second derivative of det
+# at a singular matrix goes through inv, which raises there).
+_delegate(_linalg_basic._det_adjugate, _det_adjugate_regular)
 _delegate(_linalg_basic._solve_or_explain, _solve_with_name)
 _delegate(_linalg_util.tri_solve, _linalg_util.tri_solve_reference)
+
+
+def _times_reference(ȳ: Any, p: Any) -> Any:
+    return ȳ * p
+
+
+# ``_times`` writes into its temporary when nobody else holds it (a pullback's
+# fast path); differentiated again, it is the product it computes.
+_delegate(_numpy_elementwise._times, _times_reference)

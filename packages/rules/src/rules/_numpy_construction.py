@@ -25,7 +25,7 @@ from rulescore import (
     unthunk,
 )
 
-from ._numpy_linear import dense, project_nested, register_linear
+from ._numpy_linear import dense, project_nested, register_linear, sum_to
 
 _NO = NoTangent()
 
@@ -87,6 +87,34 @@ def _(ḟ, *args: Any, **kw: Any) -> Any:
     if isinstance(v̇, AbstractZero):
         return y, ZeroTangent()
     return y, np.broadcast_to(dense(v̇, fill_value), y.shape).astype(y.dtype)
+
+
+@rrule.register(np.full)
+def _(shape, fill_value, *rest: Any, **kw: Any) -> Any:
+    y = np.full(shape, fill_value, *rest, **kw)
+    nots = (_NO,) * len(rest)
+    truncating = y.dtype.kind in "biu"
+
+    def full_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        if isinstance(ȳ, AbstractZero) or truncating:
+            return (_NO, _NO, ZeroTangent() if not truncating else _NO, *nots)
+        return (_NO, _NO, project_nested(fill_value, sum_to(ȳ, np.shape(fill_value))), *nots)
+
+    return y, full_pullback
+
+
+@frule.register(np.full)
+def _(ḟ, *args: Any, **kw: Any) -> Any:
+    n = len(args) // 2
+    shape, fill_value, rest = args[n], args[n + 1], args[n + 2 :]
+    y = np.full(shape, fill_value, *rest, **kw)
+    v̇ = unthunk(args[1])
+    if y.dtype.kind in "biu":
+        return y, _NO
+    if isinstance(v̇, AbstractZero):
+        return y, ZeroTangent()
+    return y, np.full(shape, dense(v̇, fill_value), dtype=y.dtype)
 
 
 # Queries, predicates, comparisons and index searches: their outputs are shapes,

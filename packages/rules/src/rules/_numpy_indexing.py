@@ -29,7 +29,14 @@ from rulescore import (
     unthunk,
 )
 
-from ._numpy_linear import dense, project_nested, register_linear, scatter_zeros, sum_to
+from ._numpy_linear import (
+    apply_adjoint,
+    dense,
+    project_nested,
+    register_linear,
+    scatter_zeros,
+    sum_to,
+)
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -45,6 +52,17 @@ def _repeats_possible(key: Any) -> bool:
     return False
 
 
+def scatter(ȳ: Any, x: Any, key: Any) -> np.ndarray:
+    """The adjoint of ``x[key]``: ``ȳ`` scattered into zeros shaped like ``x``
+    (entries selected twice add up)."""
+    dx = scatter_zeros(x, ȳ)
+    if _repeats_possible(key):
+        np.add.at(dx, key, ȳ)
+    else:
+        dx[key] = ȳ
+    return dx
+
+
 @rrule.register(operator.getitem)
 def getitem_rrule(x: np.ndarray, key: Any) -> Any:
     y = x[key]
@@ -56,12 +74,7 @@ def getitem_rrule(x: np.ndarray, key: Any) -> Any:
         repeats = _repeats_possible(key)
 
         def dense() -> Any:
-            dx = scatter_zeros(x, ȳ)
-            if repeats:
-                np.add.at(dx, key, ȳ)
-            else:
-                dx[key] = ȳ
-            return ProjectTo(x)(dx)
+            return ProjectTo(x)(apply_adjoint(scatter, operator.getitem, False, ȳ, x, (key,), {}))
 
         def add_into(acc: Any) -> Any:
             # Accumulate into an existing cotangent of x without a dense zeros array.

@@ -196,7 +196,8 @@ def register_linear(
             ȳ = unthunk(ȳ)
             if isinstance(ȳ, AbstractZero):
                 return (_NO, _ZERO, *nots)
-            return (_NO, project_nested(x, adjoint(ȳ, x, *rest, **kw)), *nots)
+            dx = apply_adjoint(adjoint, push, sequence, ȳ, x, rest, kw)
+            return (_NO, project_nested(x, dx), *nots)
 
         linear_pullback.__name__ = linear_pullback.__qualname__ = f"{name}_pullback"
         return y, linear_pullback
@@ -220,6 +221,52 @@ def register_linear(
     for g in (f, *functions):
         rrule.register_signature(g, linear_rrule, None)
         frule.register_signature(g, linear_frule, None)
+
+
+def apply_adjoint(
+    adjoint: Callable[..., Any],
+    forward: Callable[..., Any],
+    sequence: bool,
+    ȳ: Any,
+    x: Any,
+    rest: tuple,
+    kw: dict,
+) -> Any:
+    """``adjoint(ȳ, x, *rest, **kw)``, the transpose of the linear map
+    ``forward(·, *rest, **kw)``: a linear rule's pullback calls it through here so
+    that the pullback can itself be differentiated (reverse mode over reverse
+    mode). It is linear in ``ȳ`` with transpose ``forward``, and depends on ``x``
+    only through its shape and dtype (see the rrule below).
+
+    >>> import numpy as np
+    >>> apply_adjoint(lambda ȳ, x: ȳ.reshape(x.shape), np.ravel, False,
+    ...               np.arange(4.0), np.zeros((2, 2)), (), {})
+    array([[0., 1.],
+           [2., 3.]])
+    """
+    return adjoint(ȳ, x, *rest, **kw)
+
+
+@rrule.register(apply_adjoint)
+def _(adjoint, forward, sequence, ȳ, x, rest, kw):
+    densify = dense_each if sequence else dense
+
+    def apply_adjoint_pullback(ct: Any) -> tuple:
+        ct = unthunk(ct)
+        if isinstance(ct, AbstractZero):
+            return (_NO, _NO, _NO, _NO, _ZERO, _ZERO, _NO, _NO)
+        return (_NO, _NO, _NO, _NO, forward(densify(ct, x), *rest, **kw), _ZERO, _NO, _NO)
+
+    return adjoint(ȳ, x, *rest, **kw), apply_adjoint_pullback
+
+
+@frule.register(apply_adjoint)
+def _(ḟ, ȧ, ḟw, ṡ, ẏ̄, ẋ, ṙ, k̇, adjoint, forward, sequence, ȳ, x, rest, kw):
+    y = adjoint(ȳ, x, *rest, **kw)
+    ẏ̄ = unthunk(ẏ̄)
+    if isinstance(ẏ̄, AbstractZero):
+        return y, _ZERO
+    return y, adjoint(ẏ̄, x, *rest, **kw)
 
 
 def register_bilinear(

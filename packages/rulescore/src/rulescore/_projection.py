@@ -318,6 +318,10 @@ def ProjectTo(x: Any) -> Callable[[Any], Any]:
         return _REAL
     if t is complex:
         return _COMPLEX
+    if t is types.FunctionType and x.__closure__:
+        # A closure carries its captured variables, which may be differentiable:
+        # its tangent is a ``Tangent`` over them (kept as is).
+        return _ANY
     if isinstance(x, NON_DIFFERENTIABLE_TYPES):
         return _NO
     np = _numpy()

@@ -26,7 +26,7 @@ from .compiled import Compiled, signature_of
 from .desugar import desugar
 from .fence import check_supported
 from .reverse import generate
-from .source import constant_freevars, get_source
+from .source import constant_freevars, get_source, register_generated
 
 __all__ = [
     "Front",
@@ -34,6 +34,7 @@ __all__ = [
     "adjoint_source",
     "forward_transformed",
     "front",
+    "pure_transformed",
     "transformed",
 ]
 
@@ -126,11 +127,11 @@ def returning_self(fn: ast.FunctionDef) -> ast.FunctionDef:
 
 
 def _pipeline(
-    f: types.FunctionType, closure_active: bool, as_init: bool = False
+    f: types.FunctionType, closure_active: bool, as_init: bool = False, pure: bool = False
 ) -> tuple[ast.FunctionDef, ast.FunctionDef, str]:
     fr = front(f, closure_active, as_init)
     freevars = f.__code__.co_freevars
-    fwd = generate(fr.anf, fr.active, freevars, closure_active, fr.filename, fr.plain)
+    fwd = generate(fr.anf, fr.active, freevars, closure_active, fr.filename, fr.plain, pure=pure)
     return fr.anf, fwd, fr.filename
 
 
@@ -171,11 +172,94 @@ def _build(f: types.FunctionType, closure_active: bool, as_init: bool = False) -
     return Compiled(code=code, helper_cells=_helper_cells(HELPERS), spec=signature_of(anf))
 
 
-def adjoint_source(f: types.FunctionType, closure_active: bool = False) -> str:
+_PURE_CACHE: dict[tuple, Transformed] = {}
+
+
+def pure_transformed(
+    f: types.FunctionType, closure_active: bool, as_init: bool = False
+) -> Transformed:
+    """The cached *pure* reverse transform of ``f``'s code (``reverse.generate``'s
+    ``pure`` form), whose primal and adjoint are themselves differentiable: their
+    trees are registered with ``source`` (reverse over reverse)."""
+    key = (f.__code__, closure_active, as_init)
+    entry = _PURE_CACHE.get(key)
+    if entry is None:
+        with _no_gc():
+            entry = _build_pure(f, closure_active, as_init)
+        _PURE_CACHE[key] = entry
+    return entry
+
+
+#: The prefix of the pure form's own names: apart from the runtime helpers'
+#: (``_ad_rcall``...), none may collide with what differentiating it generates.
+PURE_PREFIX = "_ar_"
+
+
+def _build_pure(f: types.FunctionType, closure_active: bool, as_init: bool) -> Transformed:
+    from .._helpers import HELPERS
+
+    anf, fwd, filename = _pipeline(f, closure_active, as_init, pure=True)
+    _rename_private(fwd, HELPERS)
+    freevars = f.__code__.co_freevars
+    cell_names = [n for n in HELPERS if n not in freevars] + list(freevars)
+    pristine = copy.deepcopy(fwd)  # factory_module fills in locations in place
+    module = factory_module(fwd, cell_names)
+    code = compile_primal(module, filename)
+    helpers = frozenset(HELPERS)
+    register_generated(code, pristine, filename, helpers)
+    backs = [c for c in _nested_codes(code) if c.co_name == PURE_PREFIX + "back"]
+    trees = [n for n in _preorder_defs(pristine.body) if n.name == PURE_PREFIX + "back"]
+    if len(backs) != len(trees):  # pragma: no cover - the compiler's order is fixed
+        raise AssertionError("pure transform: adjoint definitions and code objects differ")
+    for c, t in zip(backs, trees):
+        register_generated(c, t, filename, helpers)
+    return Compiled(code=code, helper_cells=_helper_cells(HELPERS), spec=signature_of(anf))
+
+
+def _rename_private(fn: ast.FunctionDef, helpers: dict[str, Any]) -> None:
+    """Give the generated names in ``fn`` (all but the helpers') ``PURE_PREFIX``."""
+
+    def fix(name: str) -> str:
+        if name.startswith("_ad_") and name not in helpers:
+            return PURE_PREFIX + name[4:]
+        return name
+
+    for node in ast.walk(fn):
+        kind = type(node)
+        if kind is ast.Name:
+            node.id = fix(node.id)  # type: ignore[attr-defined]
+        elif kind is ast.arg:
+            node.arg = fix(node.arg)  # type: ignore[attr-defined]
+        elif kind is ast.FunctionDef and node is not fn:
+            node.name = fix(node.name)  # type: ignore[attr-defined]
+        elif kind is ast.Nonlocal:
+            node.names = [fix(n) for n in node.names]  # type: ignore[attr-defined]
+
+
+def _nested_codes(code: types.CodeType) -> list[types.CodeType]:
+    """The code objects defined directly in ``code``, in the compiler's order."""
+    return [c for c in code.co_consts if isinstance(c, types.CodeType)]
+
+
+def _preorder_defs(stmts: list[ast.stmt]) -> list[ast.FunctionDef]:
+    """The defs directly in ``stmts`` (through if/for/while), in source order."""
+    out: list[ast.FunctionDef] = []
+    for s in stmts:
+        if type(s) is ast.FunctionDef:
+            out.append(s)
+        elif type(s) in (ast.If, ast.For, ast.While):
+            out += _preorder_defs(s.body)  # type: ignore[attr-defined]
+            out += _preorder_defs(s.orelse)  # type: ignore[attr-defined]
+    return out
+
+
+def adjoint_source(f: types.FunctionType, closure_active: bool = False, pure: bool = False) -> str:
     """The generated primal and adjoint as Python source, with source line comments."""
     from .._helpers import HELPERS
 
-    _anf, fwd, filename = _pipeline(f, closure_active)
+    _anf, fwd, filename = _pipeline(f, closure_active, pure=pure)
+    if pure:
+        _rename_private(fwd, HELPERS)
     lines: list[str] = [f"# generated from {filename}"]
     for node in fwd.body:
         _annotate(node, lines, 0)
@@ -190,7 +274,7 @@ def _annotate(node: ast.stmt, out: list[str], depth: int) -> None:
     line = getattr(node, "lineno", None)
     comment = f"  # line {line}" if line else ""
     if isinstance(node, (ast.If, ast.For, ast.While, ast.FunctionDef)) and not (
-        isinstance(node, ast.FunctionDef) and node.name != "_ad_back"
+        isinstance(node, ast.FunctionDef) and node.name not in ("_ad_back", PURE_PREFIX + "back")
     ):
         head = ast.unparse(node).splitlines()[0]
         out.append(f"{pad}{head}{comment}")

@@ -18,6 +18,7 @@ the line number of the source statement it came from.
 from __future__ import annotations
 
 import ast
+import copy
 from dataclasses import dataclass, field
 
 from ..errors import UnsupportedSyntaxError
@@ -27,7 +28,7 @@ from ._nodes import call as _call
 from ._nodes import const as _const
 from ._nodes import load as _ln
 from ._nodes import store as _sn
-from .activity import loaded_names, param_names, value_is_active
+from .activity import loaded_names, param_names, stored_names, value_is_active
 from .codegen import mark_located
 from .guards import copied_names, rebound_names, returned_names, shared_object_guards
 from .inline import inline_adjoint, inline_op
@@ -154,11 +155,14 @@ class _Gen:
     mutable_params: frozenset[str] = frozenset()  # parameters the function may mutate
     aliased: frozenset[str] = frozenset()  # names on either side of a plain copy a = b
     releasable: frozenset[str] = frozenset()  # temporaries the primal may drop when dead
+    pure: bool = False  # the differentiable form (see ``generate``)
     counter: int = 0
     n_calls: int = 0
     stacks: list[str] = field(default_factory=list)
     adjoints: set[str] = field(default_factory=set)
     dropped: list[str] = field(default_factory=list)  # tape names the adjoint frees once run
+    returns: list[ast.Return] = field(default_factory=list)  # pure form: each gets its _ad_back
+    frames: list[list] = field(default_factory=list)  # (block, index) being generated
 
     # --- tape ---------------------------------------------------------------
 
@@ -206,6 +210,8 @@ class _Gen:
             lineno=line,
             col_offset=0,
         )
+        if self.pure:
+            return [push], read
         once = [_assign(target, pop, line)]
         if pullback:
             once.append(_expect(target, line))
@@ -251,6 +257,8 @@ class _Gen:
         fwds: list[list[ast.stmt]] = []
         chunks: list[list[ast.stmt]] = []
         outputs: list[tuple[int, str]] = []  # (index, temporary) from a call with a rule
+        frame: list = [stmts, 0]
+        self.frames.append(frame)
         for i, s in enumerate(stmts):
             is_tail = tail and i == len(stmts) - 1
             if isinstance(s, ast.Return) and not is_tail:
@@ -259,6 +267,7 @@ class _Gen:
                     "`return` before the end of a loop body or block is not supported yet; assign the result and return it at the end",
                 )
             n_calls = self.n_calls
+            frame[1] = i
             f, b = self.stmt(s, depth, is_tail)
             if self.n_calls != n_calls and type(s) is ast.Assign:
                 t = s.targets[0]
@@ -266,7 +275,8 @@ class _Gen:
                     outputs.append((i, t.id))
             fwds.append(f)
             chunks.append(b)
-        if outputs:
+        self.frames.pop()
+        if outputs and not self.pure:
             self.release_dead(stmts, fwds, outputs)
         fwd = [x for chunk in fwds for x in chunk]
         bwd = [x for chunk in reversed(chunks) for x in chunk]
@@ -315,7 +325,7 @@ class _Gen:
         if isinstance(s, ast.While):
             return self.while_(s, depth, line)
         if isinstance(s, ast.FunctionDef):
-            return [s], self.closure_adjoint(s.name, s, line)
+            return [s], self.closure_adjoint(s.name, s, line, self.stored_after(depth))
         if isinstance(s, ast.Continue):
             raise self.error(s, "internal: `continue` should have been desugared")
         return [s], []
@@ -330,6 +340,7 @@ class _Gen:
                 col_offset=0,
             )
         ]
+        self.returns.append(fwd[0])
         v = s.value
         if isinstance(v, ast.Name) and v.id in self.active:
             return fwd, [self.accumulate(v.id, _ln("_ad_dy", line), line)]
@@ -360,7 +371,7 @@ class _Gen:
                 "and return it",
             )
         if isinstance(value, ast.Lambda):
-            return [s], self.closure_adjoint(tnames[0], value, line)
+            return [s], self.closure_adjoint(tnames[0], value, line, self.stored_after(depth))
         if isinstance(value, ast.Name):  # copy
             (t,) = tnames
             if t == value.id:
@@ -410,7 +421,7 @@ class _Gen:
             for k in value.keywords
             if isinstance(k.value, ast.Name) and k.value.id in active
         ]
-        inline = inline_op(value, target, line)
+        inline = None if self.pure else inline_op(value, target, line)
         if inline is not None:
             # The adjoint handles tape entries (partials), so the helper may return
             # them instead of a pullback: it does for same-shape float arrays.
@@ -440,7 +451,10 @@ class _Gen:
             )
             n_results += 1
         elif (
-            isinstance(func, ast.Name) and func.id.startswith("_ad_op_") and func.id[7:] in FAST_OPS
+            not self.pure
+            and isinstance(func, ast.Name)
+            and func.id.startswith("_ad_op_")
+            and func.id[7:] in FAST_OPS
         ):
             # Scalar arithmetic: a specialised call with an inline fast path.
             rcall = _Call(
@@ -510,7 +524,9 @@ class _Gen:
         ]
         if inline is not None:
             inner[1] = inline_adjoint(func.id[7:], seed, used, inner[1], value.args, line)  # type: ignore[union-attr]
-        if depth == 0:  # the closure's cell: freed here when run once (see ``record``)
+        if depth == 0 and self.pure:
+            pass
+        elif depth == 0:  # the closure's cell: freed here when run once (see ``record``)
             self.dropped.append(pb)
             drop = [_assign(pb, _const(None, line), line), _expect("_ad_p", line)]
             inner.insert(1, _if_once(drop, [], line))
@@ -531,12 +547,32 @@ class _Gen:
         bwd = [*pop, ast.If(test, inner, [], lineno=line, col_offset=0)]
         return fwd, bwd
 
-    def closure_adjoint(self, name: str, node: ast.AST, line: int) -> list[ast.stmt]:
-        """Adjoint of defining a closure: its tangent's fields flow to captured names."""
+    def stored_after(self, depth: int) -> set[str] | None:
+        """The names bound after the current statement in program order, or None
+        inside a loop (where a later iteration may rebind anything)."""
+        if depth > 0:
+            return None
+        out: set[str] = set()
+        for stmts, i in self.frames:
+            for later in stmts[i + 1 :]:
+                out.update(stored_names(later))
+        return out
+
+    def closure_adjoint(
+        self, name: str, node: ast.AST, line: int, stored_after: set[str] | None = None
+    ) -> list[ast.stmt]:
+        """Adjoint of defining a closure: its tangent's fields flow to captured names.
+
+        ``stored_after``: for a def outside any loop, the names that statements
+        after it bind; a captured name bound only before the def is safe, however
+        often (the closure sees that value).
+        """
         if name not in self.active:
             return []
         captured = sorted((loaded_names(node) & self.active) - {name})
-        late = [c for c in captured if c in self.rebound]
+        late = [
+            c for c in captured if c in self.rebound and (stored_after is None or c in stored_after)
+        ]
         if late:
             raise self.error(
                 node,
@@ -731,8 +767,16 @@ def generate(
     filename: str,
     plain_funcs: frozenset[str] = frozenset(),
     mutable_params: frozenset[str] = frozenset(),
+    pure: bool = False,
 ) -> ast.Module:
-    """The module AST defining ``_ad_factory`` for the ANF function ``fn``."""
+    """The module AST defining ``_ad_factory`` for the ANF function ``fn``.
+
+    ``pure``: the form that is itself differentiated (reverse over reverse): every
+    call goes through ``_ad_rcall`` (no inline float paths, no partials on the
+    tape), the adjoint never frees its tape nor catches errors, the primal keeps
+    its temporaries, and ``_ad_back`` is defined just before each ``return``,
+    after every tape write, so its captured variables are final when it is made.
+    """
     forget_shared()
     gen = _Gen(
         active=active,
@@ -744,6 +788,7 @@ def generate(
         mutable_params=mutable_params | returned_names(fn),
         aliased=copied_names(fn),
         releasable=_single_temporaries(fn.body),
+        pure=pure,
     )
     fwd_body, bwd_body = gen.block(fn.body, 0, True)
     bwd_body, _ = simplify_adjoint(bwd_body, {d(a) for a in gen.adjoints | set(param_names(fn))})
@@ -769,7 +814,7 @@ def generate(
         init.append(_assign(stack[:-2] + "_i", _call("len", _ln(stack, line), line=line), line))
     # Whether this call is the adjoint's only one: claimed at entry (``_runtime.claim``),
     # by the token ``_ad_me``, a fresh list for each closure, which only it holds.
-    has_tape = bool(gen.n_calls or gen.stacks)
+    has_tape = bool(gen.n_calls or gen.stacks) and not pure
     if has_tape:
         claimed = ast.BoolOp(
             ast.And(),
@@ -813,6 +858,14 @@ def generate(
         back_args.append(ast.arg(arg="_ad_me", lineno=line, col_offset=0))
     if gen.dropped:
         head.append(ast.Nonlocal(sorted(set(gen.dropped)), lineno=line, col_offset=0))
+    if pure:
+        body: list[ast.stmt] = [
+            *init,
+            *bwd_body,
+            ast.Return(value=result, lineno=line, col_offset=0),
+        ]
+    else:
+        body = [*head, _catching_unpack_errors([*init, *bwd_body], result, line)]
     back = ast.FunctionDef(
         name="_ad_back",
         args=ast.arguments(
@@ -824,32 +877,7 @@ def generate(
             kwarg=None,
             defaults=[ast.List([], LOAD, lineno=line, col_offset=0)] if has_tape else [],
         ),
-        body=[
-            *head,
-            ast.Try(
-                body=[*init, *bwd_body, ast.Return(value=result, lineno=line, col_offset=0)],
-                handlers=[
-                    ast.ExceptHandler(
-                        type=_ln("ValueError", line),
-                        name="_ad_e",
-                        body=[
-                            ast.Raise(
-                                exc=_call("_ad_unpack_error", _ln("_ad_e", line), line=line),
-                                cause=None,
-                                lineno=line,
-                                col_offset=0,
-                            )
-                        ],
-                        lineno=line,
-                        col_offset=0,
-                    )
-                ],
-                orelse=[],
-                finalbody=[],
-                lineno=line,
-                col_offset=0,
-            ),
-        ],
+        body=body,
         decorator_list=[],
         returns=None,
         lineno=line,
@@ -859,10 +887,15 @@ def generate(
     stacks_init = [
         _assign(stack, ast.List([], LOAD, lineno=line, col_offset=0), line) for stack in gen.stacks
     ]
+    if pure:
+        fwd_body = _define_before_returns(fwd_body, back, {id(r) for r in gen.returns})
+        head_defs: list[ast.stmt] = []
+    else:
+        head_defs = [back]
     fwd = ast.FunctionDef(
         name="_ad_fwd",
         args=fn.args,
-        body=[*stacks_init, back, *fwd_body],
+        body=[*stacks_init, *head_defs, *fwd_body],
         decorator_list=[],
         returns=None,
         lineno=line,
@@ -873,3 +906,46 @@ def generate(
     # located: codegen need not walk the tree to fill locations in.
     mark_located(fwd)
     return fwd
+
+
+def _catching_unpack_errors(body: list[ast.stmt], result: ast.expr, line: int) -> ast.Try:
+    """``try: body; return result`` turning a pullback's wrong number of
+    cotangents (a failed unpacking) into an error naming it (``_ad_unpack_error``)."""
+    return ast.Try(
+        body=[*body, ast.Return(value=result, lineno=line, col_offset=0)],
+        handlers=[
+            ast.ExceptHandler(
+                type=_ln("ValueError", line),
+                name="_ad_e",
+                body=[
+                    ast.Raise(
+                        exc=_call("_ad_unpack_error", _ln("_ad_e", line), line=line),
+                        cause=None,
+                        lineno=line,
+                        col_offset=0,
+                    )
+                ],
+                lineno=line,
+                col_offset=0,
+            )
+        ],
+        orelse=[],
+        finalbody=[],
+        lineno=line,
+        col_offset=0,
+    )
+
+
+def _define_before_returns(
+    stmts: list[ast.stmt], back: ast.FunctionDef, returns: set[int]
+) -> list[ast.stmt]:
+    """``stmts`` with a copy of ``back`` just before each generated ``return``."""
+    out: list[ast.stmt] = []
+    for s in stmts:
+        if id(s) in returns:
+            out.append(copy.deepcopy(back))
+        elif type(s) is ast.If or type(s) is ast.For or type(s) is ast.While:
+            s.body = _define_before_returns(s.body, back, returns)
+            s.orelse = _define_before_returns(s.orelse, back, returns)
+        out.append(s)
+    return out

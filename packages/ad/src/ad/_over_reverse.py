@@ -1,0 +1,461 @@
+"""Reverse mode over reverse mode: the generated adjoint and the rules' pullbacks,
+differentiated again.
+
+``gradient`` runs two generated functions: ``_ad_fwd`` (the primal, which
+calls each rule and keeps its pullback) and ``_ad_back`` (the adjoint, which
+calls those pullbacks). Both are ordinary Python, and so are the rules. So a
+second reverse pass can differentiate all of it, as Zygote does over itself:
+
+- ``transform.pure_transformed`` generates a *pure* form of a function's
+  primal and adjoint (every call through ``rcall``, no fast paths, no tape
+  freeing; see ``reverse.generate``) and keeps their trees, so the reverse
+  transform can read them as source;
+- ``rcall`` gets an ``rrule`` that differentiates what the dispatch runs: the
+  pure form of a Python function, or the body of the ``rrule`` that handles
+  the call. The pullback that body returns is a closure over the primal
+  values; differentiating the adjoint's call of it differentiates its source,
+  and the cotangent of its captured values flows back through the closure
+  into the rule body that made it;
+- the adjoint's own plumbing (``acc``, the structured cotangent builders),
+  thunks (evaluated where they are made: a thunk is its value) and projectors
+  get linear ``rrule``s here.
+
+``gradient_pure(f, x)`` is ``∇f(x)`` computed this way; ``hessian_reverse``
+differentiates it in reverse mode, one pullback per row.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any
+
+from rulescore import (
+    AbstractZero,
+    InplaceableThunk,
+    NoTangent,
+    ProjectTo,
+    Tangent,
+    Thunk,
+    ZeroTangent,
+    _projection,
+    _rule_tools,
+    non_differentiable,
+    rrule,
+    thunk,
+    unthunk,
+)
+
+from . import _accumulate, _rules_objects
+from ._config import ADConfig
+from ._cotangents import entries
+from ._nested import _closure_ct, _tangents_ct, _unsupported
+from ._runtime import CONFIG, call_function, rcall, rcall_kw
+
+__all__ = ["gradient_pure", "receiver_first", "with_keyword_slot"]
+
+_Z = ZeroTangent()
+_NO = NoTangent()
+_FunctionType = types.FunctionType
+_RRULES = rrule.table._rules
+_lookup = rrule.table.lookup
+
+
+def _is_zero(x: Any) -> bool:
+    return isinstance(x, AbstractZero)
+
+
+def _fname(f: Any) -> str:
+    mod = getattr(f, "__module__", None)
+    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
+    return name if mod in (None, "builtins") else f"{mod}.{name}"
+
+
+# --- the function differentiated twice ------------------------------------------------
+
+
+def unit_seed(y: Any) -> Any:
+    """The cotangent ``1`` for a real scalar output ``y`` (its type kept)."""
+    if isinstance(y, float):
+        return 1.0
+    return type(y)(1.0) if hasattr(y, "dtype") and getattr(y, "ndim", 0) == 0 else 1.0
+
+
+non_differentiable(unit_seed)
+
+
+def gradient_pure(f: Callable, x: Any) -> Any:
+    """``∇f(x)`` through ``f``'s pure transform: differentiated again, this is
+    reverse mode over the generated adjoint and the rules' pullbacks."""
+    y, back = rcall(f, x)
+    g = unthunk(back(unit_seed(y))[1])
+    if isinstance(g, AbstractZero):
+        return zero_like(x)
+    return g
+
+
+def zero_like(x: Any) -> Any:
+    """A zero gradient shaped like ``x`` (``f`` does not depend on it)."""
+    if isinstance(x, (int, float)):
+        return 0.0
+    import numpy as np
+
+    return np.zeros(np.shape(x))
+
+
+non_differentiable(zero_like)
+
+
+# --- rcall: differentiate what the dispatch runs ------------------------------------------
+
+
+def _dispatch(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
+    """``((y, pullback), outer_pullback)`` for the call ``rcall`` makes, with
+    ``outer_pullback(ct) -> (∂f, (∂args...), {∂kwargs})``."""
+    n = len(args)
+    tf = type(f)
+    if tf is _FunctionType and f not in _RRULES:
+        return _through_pure(f, args, kwargs)
+    if _hashable(f) and f in _STRUCTURAL:
+        return _through_structural(f, args, kwargs)
+    if tf is types.MethodType:
+        return _through_method(f.__func__, f.__self__, args, kwargs)
+    if tf is types.BuiltinFunctionType:
+        owner = f.__self__
+        if owner is not None and not isinstance(owner, types.ModuleType):
+            unbound = getattr(type(owner), f.__name__, None)
+            if unbound is not None and _hashable(unbound) and unbound in _RRULES:
+                return _through_method(unbound, owner, args, kwargs)
+    try:
+        has_rules = f in _RRULES
+    except TypeError:
+        has_rules = False
+    rule = _lookup(f, tuple(map(type, args)), ADConfig) if has_rules else None
+    if rule is None:
+        raise _unsupported(
+            f"reverse over reverse: {_fname(f)} is neither a Python function nor a "
+            "function with an rrule",
+            "call it through a Python function, or use ad.hessian (forward over reverse)",
+        )
+    impl = rule.impl
+    if type(impl) is not _FunctionType or impl in _RRULES:
+        raise _unsupported(
+            f"reverse over reverse: the rrule for {_fname(f)} is not a Python function",
+            "use ad.hessian (forward over reverse)",
+        )
+    offset = 2 if rule.takes_config else 1
+    call_args = (CONFIG, *args) if rule.takes_config else args
+    # The rule's captured variables (the function it was made for, its partials)
+    # are constants: differentiate its body with the closure inactive.
+    out, pb = call_function(impl, call_args, kwargs or None, False)
+
+    def rule_body_pullback(ct: Any) -> tuple:
+        raw = pb(ct)
+        kw_ct = raw[-1] if kwargs else {}
+        return _NO, raw[offset : offset + n], kw_ct
+
+    if kwargs and not getattr(impl, "keyword_cotangents", False):
+        # rcall_kw's pullback ends with the keyword cotangents: none from a rule.
+        return _wrapped(out, rule_body_pullback, with_keyword_slot)
+    return out, rule_body_pullback
+
+
+def with_keyword_slot(pb: Callable) -> Callable:
+    """A rule's pullback as ``rcall_kw`` returns it: with a final (empty) dict of
+    keyword cotangents (rules give keyword arguments none)."""
+
+    def keyword_slot_pullback(ȳ: Any) -> tuple:
+        return (*pb(ȳ), {})
+
+    return keyword_slot_pullback
+
+
+def receiver_first(pb: Callable) -> Callable:
+    """A method's pullback as ``rcall`` returns it: the method's own cotangent is
+    its receiver's, so the unbound function's ``∂f`` is dropped."""
+
+    def receiver_first_pullback(ȳ: Any) -> tuple:
+        return pb(ȳ)[1:]
+
+    return receiver_first_pullback
+
+
+def _wrapped(out: Any, outer_pb: Callable, wrap: Callable) -> tuple[Any, Callable]:
+    """``(y, wrap(pb))`` from ``out = (y, pb)``: the wrapper is a closure over ``pb``
+    (differentiated through its source), so its cotangent's ``pb`` field is ``pb``'s."""
+    y, pb = out
+
+    def wrapped_pullback(ct: Any) -> tuple:
+        ȳ, w̄ = entries(ct, 2, "the (value, pullback) pair of a call")
+        p̄b = _accumulate.field_ct(unthunk(w̄), "pb")
+        return outer_pb(_tangents_ct((ȳ, p̄b)))
+
+    return (y, wrap(pb)), wrapped_pullback
+
+
+def _through_method(
+    func: Any, owner: Any, args: tuple, kwargs: dict | None
+) -> tuple[Any, Callable]:
+    out, pb = _dispatch(func, (owner, *args), kwargs)
+
+    def method_pullback(ct: Any) -> tuple:
+        _, a_ct, kw_ct = pb(ct)
+        return a_ct[0], a_ct[1:], kw_ct
+
+    return _wrapped(out, method_pullback, receiver_first)
+
+
+def _hashable(f: Any) -> bool:
+    try:
+        hash(f)
+    except TypeError:
+        return False
+    return True
+
+
+def _structural() -> frozenset:
+    from . import _rules_containers as c
+    from . import _rules_objects as o
+
+    return frozenset(
+        [
+            o.getattr_,
+            o.append,
+            c.mk_tuple,
+            c.mk_list,
+            c.mk_dict,
+            c.unpack,
+            c.unpack_star,
+            c.concat_tuple,
+            c.concat_list,
+            c.aslist,
+            c.merge_kw,
+        ]
+    )
+
+
+#: ad's helpers that pack, unpack and select: linear maps whose pullbacks keep
+#: only the structure of their arguments (lengths, keys, field names).
+_STRUCTURAL = _structural()
+
+
+def _through_structural(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
+    """A linear helper: its value's cotangent goes through its own pullback, and
+    its pullback's cotangent is dropped (what the pullback captured is structure,
+    so its output does not depend on the arguments' values)."""
+    y, pb = rcall_kw(f, args, kwargs) if kwargs else rcall(f, *args)
+    n = len(args)
+
+    def structural_pullback(ct: Any) -> tuple:
+        ȳ = entries(ct, 2, "the (value, pullback) pair of a call")[0]
+        if _is_zero(unthunk(ȳ)):
+            return _NO, (_Z,) * n, {}
+        raw = pb(ȳ)
+        return raw[0], raw[1 : 1 + n], (raw[-1] if kwargs else {})
+
+    return (y, pb), structural_pullback
+
+
+def _through_pure(f: types.FunctionType, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
+    from .transform import pure_transformed
+
+    closure = bool(f.__code__.co_freevars)
+    entry = pure_transformed(f, closure)
+    if kwargs or not (entry.simple and len(args) == entry.n_positional):
+        raise _unsupported(
+            f"reverse over reverse: {_fname(f)} is called with default, keyword or *args arguments",
+            "pass every parameter positionally, or use ad.hessian (forward over reverse)",
+        )
+    gen = entry.instantiate(f)
+    out, pb = call_function(gen, args, None, closure)
+    own = frozenset(f.__code__.co_freevars)
+
+    def pure_pullback(ct: Any) -> tuple:
+        raw = pb(ct)
+        return _closure_ct(raw[0], own) if closure else _NO, raw[1:], {}
+
+    return out, pure_pullback
+
+
+@rrule.register(rcall, config=ADConfig)
+def _(config: Any, f: Any, *args: Any) -> Any:
+    out, pb = _dispatch(f, args, None)
+
+    def rcall_pullback(ct: Any) -> tuple:
+        f_ct, a_ct, _ = pb(ct)
+        return (_NO, f_ct, *a_ct)
+
+    return out, rcall_pullback
+
+
+@rrule.register(rcall_kw, config=ADConfig)
+def _(config: Any, f: Any, args: tuple, kwargs: dict) -> Any:
+    out, pb = _dispatch(f, tuple(args), dict(kwargs))
+
+    def rcall_kw_pullback(ct: Any) -> tuple:
+        f_ct, a_ct, kw_ct = pb(ct)
+        kw = {k: kw_ct.get(k, _Z) for k in kwargs}
+        kw_tangent = (
+            Tangent[dict]._from_backing(kw) if any(not _is_zero(c) for c in kw.values()) else _Z
+        )
+        return (_NO, f_ct, _tangents_ct(tuple(a_ct)), kw_tangent)
+
+    return out, rcall_kw_pullback
+
+
+# --- the adjoint's plumbing: linear maps --------------------------------------------------
+
+
+@rrule.register(_accumulate.acc, config=ADConfig)
+def _(config: Any, a: Any, b: Any) -> Any:
+    held = (a, b)  # an extra reference: acc must not add into a in place here
+    y = _accumulate.acc(a, b)
+    del held
+
+    def acc_pullback(ȳ: Any) -> tuple:
+        return (_NO, ȳ, ȳ)
+
+    return y, acc_pullback
+
+
+@rrule.register(_accumulate.tuple_ct, config=ADConfig)
+def _(config: Any, *cts: Any) -> Any:
+    n = len(cts)
+
+    def tuple_ct_pullback(ȳ: Any) -> tuple:
+        return (_NO, *entries(ȳ, n, "a tuple cotangent"))
+
+    return cts, tuple_ct_pullback
+
+
+def _fields(t: Any) -> dict:
+    t = unthunk(t)
+    if _is_zero(t):
+        return {}
+    if isinstance(t, Tangent):
+        b = t._backing
+        return dict(b) if isinstance(b, dict) else {}
+    if isinstance(t, dict):
+        return t
+    return {}
+
+
+@rrule.register(_accumulate.fn_tangent, config=ADConfig)
+def _(config: Any, names: tuple, cts: tuple) -> Any:
+    def fn_tangent_pullback(ȳ: Any) -> tuple:
+        got = _fields(ȳ)
+        return (_NO, _NO, _tangents_ct(tuple(got.get(n, _Z) for n in names)))
+
+    return _accumulate.fn_tangent(names, cts), fn_tangent_pullback
+
+
+@rrule.register(_accumulate.field_ct, config=ADConfig)
+def _(config: Any, t: Any, name: str) -> Any:
+    def field_ct_pullback(ȳ: Any) -> tuple:
+        if _is_zero(unthunk(ȳ)):
+            return (_NO, _Z, _NO)
+        return (_NO, Tangent[types.FunctionType]._from_backing({name: ȳ}), _NO)
+
+    return _accumulate.field_ct(t, name), field_ct_pullback
+
+
+@rrule.register(_accumulate.kw_ct, config=ADConfig)
+def _(config: Any, kw: Any, name: str) -> Any:
+    def kw_ct_pullback(ȳ: Any) -> tuple:
+        if _is_zero(unthunk(ȳ)):
+            return (_NO, _Z, _NO)
+        return (_NO, Tangent[dict]._from_backing({name: ȳ}), _NO)
+
+    return _accumulate.kw_ct(kw, name), kw_ct_pullback
+
+
+# --- thunks and projectors inside pullbacks ------------------------------------------------
+
+
+def _thunk_rrule(config: Any, fn: Any) -> Any:
+    """A thunk made in differentiated code is evaluated where it is made: its value
+    is what it stands for, and the derivative goes through ``fn``'s body."""
+    y, pb = rcall(fn)
+
+    def thunk_pullback(ȳ: Any) -> tuple:
+        return (_NO, pb(ȳ)[0])
+
+    return y, thunk_pullback
+
+
+rrule.register(Thunk, config=ADConfig)(_thunk_rrule)
+rrule.register(thunk, config=ADConfig)(_thunk_rrule)
+
+
+@rrule.register(InplaceableThunk, config=ADConfig)
+def _(config: Any, add_fn: Any, value: Any) -> Any:
+    # ``value`` was made by a thunk in differentiated code, so it is already evaluated.
+    def inplaceable_pullback(ȳ: Any) -> tuple:
+        return (_NO, _NO, ȳ)
+
+    return unthunk(value), inplaceable_pullback
+
+
+non_differentiable(ProjectTo)
+
+
+# --- cotangents of tangents -----------------------------------------------------------
+#
+# A pullback differentiated again reads its cotangent's entries (``ȳ._backing``).
+# A tangent's cotangent is a tangent of the same kind (the space is its own dual),
+# so reading the backing is linear and its cotangent is rebuilt the same way.
+
+_generic_getattr = rrule.table.lookup(_rules_objects.getattr_, (object, str), ADConfig)
+
+
+def _tangent_getattr_rrule(config: Any, t: Any, name: str) -> Any:
+    if name != "_backing":
+        impl = _generic_getattr.impl
+        return impl(config, t, name) if _generic_getattr.takes_config else impl(t, name)
+    kind = type(t)
+
+    def tangent_backing_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        if _is_zero(ȳ):
+            return (_NO, _Z, _NO)
+        if isinstance(ȳ, Tangent):
+            ȳ = ȳ._backing
+        b = tuple(ȳ) if isinstance(ȳ, (tuple, list)) else dict(ȳ)
+        return (_NO, kind._from_backing(b), _NO)
+
+    return t._backing, tangent_backing_pullback
+
+
+rrule.register_signature(_rules_objects.getattr_, _tangent_getattr_rrule, (Tangent, str), ADConfig)
+
+
+@rrule.register(_rule_tools._conj, config=ADConfig)
+def _(config: Any, p: Any) -> Any:
+    def conj_pullback(ȳ: Any) -> tuple:
+        return (_NO, _rule_tools._conj(unthunk(ȳ)))
+
+    return _rule_tools._conj(p), conj_pullback
+
+
+def _projector_call_rrule(config: Any, project: Any, dx: Any) -> Any:
+    """A projector is a linear, self-adjoint map (onto a tangent space)."""
+
+    def projector_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        if _is_zero(ȳ):
+            return (_NO, _NO, _Z)
+        return (_NO, _NO, project(ȳ))
+
+    return project(dx), projector_pullback
+
+
+def _projector_classes(base: type) -> list[type]:
+    out = [base]
+    for sub in base.__subclasses__():
+        out += _projector_classes(sub)
+    return out
+
+
+for _cls in _projector_classes(_projection.Projector):
+    if "__call__" in _cls.__dict__:
+        rrule.register(_cls.__dict__["__call__"], config=ADConfig)(_projector_call_rrule)
