@@ -185,3 +185,19 @@ def test_tangent_dict_built_from_a_mapping_passes_its_cotangent_on():
         return b["a"] * 3.0 + b["b"]
 
     assert ad.gradient(f, 2.0)[0] == pytest.approx(3.0 + 4.0)
+
+
+def _scaled(x, k=2.0):
+    return np.sum(x**3) * k
+
+
+def test_an_inner_call_with_defaults_raises_a_clear_error():
+    def f(x):
+        return _scaled(x)
+
+    with pytest.raises(ad.errors.NoRuleError) as info:
+        ad.hessian_reverse(f, X)
+    msg = str(info.value)
+    assert "reverse over reverse" in msg and "_scaled" in msg
+    assert "test_ad_reverse_over_reverse.py" in msg  # the call site
+    assert "To fix" in msg and "ad.hessian" in msg

@@ -26,6 +26,7 @@ differentiates it in reverse mode, one pullback per row.
 
 from __future__ import annotations
 
+import operator
 import types
 from collections.abc import Callable
 from typing import Any
@@ -46,11 +47,11 @@ from rulescore import (
     unthunk,
 )
 
-from . import _accumulate, _rules_objects
+from . import _accumulate, _nested, _rules_containers, _rules_objects
 from ._config import ADConfig
-from ._cotangents import entries
-from ._nested import _closure_ct, _tangents_ct, _unsupported
-from ._runtime import CONFIG, call_function, rcall, rcall_kw
+from ._cotangents import entries, zero_like
+from ._nested import _closure_ct, _is_zero, _tangents_ct, _unsupported
+from ._runtime import CONFIG, _fname, _hashable, call_function, rcall, rcall_kw
 
 __all__ = ["gradient_pure", "receiver_first", "with_keyword_slot"]
 
@@ -59,16 +60,6 @@ _NO = NoTangent()
 _FunctionType = types.FunctionType
 _RRULES = rrule.table._rules
 _lookup = rrule.table.lookup
-
-
-def _is_zero(x: Any) -> bool:
-    return isinstance(x, AbstractZero)
-
-
-def _fname(f: Any) -> str:
-    mod = getattr(f, "__module__", None)
-    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or repr(f)
-    return name if mod in (None, "builtins") else f"{mod}.{name}"
 
 
 # --- the function differentiated twice ------------------------------------------------
@@ -94,15 +85,6 @@ def gradient_pure(f: Callable, x: Any) -> Any:
     return g
 
 
-def zero_like(x: Any) -> Any:
-    """A zero gradient shaped like ``x`` (``f`` does not depend on it)."""
-    if isinstance(x, (int, float)):
-        return 0.0
-    import numpy as np
-
-    return np.zeros(np.shape(x))
-
-
 non_differentiable(zero_like)
 
 
@@ -126,10 +108,7 @@ def _dispatch(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
             unbound = getattr(type(owner), f.__name__, None)
             if unbound is not None and _hashable(unbound) and unbound in _RRULES:
                 return _through_method(unbound, owner, args, kwargs)
-    try:
-        has_rules = f in _RRULES
-    except TypeError:
-        has_rules = False
+    has_rules = _hashable(f) and f in _RRULES
     rule = _lookup(f, tuple(map(type, args)), ADConfig) if has_rules else None
     if rule is None:
         raise _unsupported(
@@ -205,38 +184,14 @@ def _through_method(
     return _wrapped(out, method_pullback, receiver_first)
 
 
-def _hashable(f: Any) -> bool:
-    try:
-        hash(f)
-    except TypeError:
-        return False
-    return True
-
-
-def _structural() -> frozenset:
-    from . import _rules_containers as c
-    from . import _rules_objects as o
-
-    return frozenset(
-        [
-            o.getattr_,
-            o.append,
-            c.mk_tuple,
-            c.mk_list,
-            c.mk_dict,
-            c.unpack,
-            c.unpack_star,
-            c.concat_tuple,
-            c.concat_list,
-            c.aslist,
-            c.merge_kw,
-        ]
-    )
-
-
 #: ad's helpers that pack, unpack and select: linear maps whose pullbacks keep
 #: only the structure of their arguments (lengths, keys, field names).
-_STRUCTURAL = _structural()
+#: (``getitem`` is not among them here: on arrays the dispatch would take its lean
+#: pullback, which scatters in place; its rule body is differentiated instead.)
+_STRUCTURAL = (_nested._STRUCTURAL - {operator.getitem}) | {
+    _rules_objects.append,
+    _rules_containers.merge_kw,
+}
 
 
 def _through_structural(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:

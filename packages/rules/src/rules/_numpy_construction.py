@@ -60,61 +60,43 @@ for _f in (np.zeros, np.ones, np.empty, np.eye, np.identity, np.arange, np.tri, 
     non_differentiable(_f)
 
 
-@rrule.register(np.full_like)
-def _(a, fill_value, *rest: Any, **kw: Any) -> Any:
-    y = np.full_like(a, fill_value, *rest, **kw)
-    nots = (_NO,) * len(rest)
-    truncating = y.dtype.kind in "biu"
+def _register_fill(f: Any) -> None:
+    """Rules for ``f(first, fill_value, *rest, **kw)`` (``full``, ``full_like``):
+    linear in the fill value, which is broadcast to the output (its cotangent sums
+    back over the broadcast entries); an integer or bool output truncates, so no
+    derivative flows."""
 
-    def full_like_pullback(ȳ: Any) -> tuple:
-        ȳ = unthunk(ȳ)
-        if isinstance(ȳ, AbstractZero) or truncating:
-            return (_NO, _NO, ZeroTangent() if not truncating else _NO, *nots)
-        total = np.sum(ȳ, axis=tuple(range(np.ndim(ȳ) - np.ndim(fill_value))))
-        return (_NO, _NO, project_nested(fill_value, total), *nots)
+    def fill_rrule(first: Any, fill_value: Any, *rest: Any, **kw: Any) -> Any:
+        y = f(first, fill_value, *rest, **kw)
+        nots = (_NO,) * len(rest)
+        truncating = y.dtype.kind in "biu"
 
-    return y, full_like_pullback
+        def fill_pullback(ȳ: Any) -> tuple:
+            ȳ = unthunk(ȳ)
+            if isinstance(ȳ, AbstractZero) or truncating:
+                return (_NO, _NO, ZeroTangent() if not truncating else _NO, *nots)
+            total = sum_to(np.asarray(ȳ), np.shape(fill_value))
+            return (_NO, _NO, project_nested(fill_value, total), *nots)
 
+        return y, fill_pullback
 
-@frule.register(np.full_like)
-def _(ḟ, *args: Any, **kw: Any) -> Any:
-    n = len(args) // 2
-    a, fill_value, rest = args[n], args[n + 1], args[n + 2 :]
-    y = np.full_like(a, fill_value, *rest, **kw)
-    v̇ = unthunk(args[1])
-    if y.dtype.kind in "biu":
-        return y, _NO
-    if isinstance(v̇, AbstractZero):
-        return y, ZeroTangent()
-    return y, np.broadcast_to(dense(v̇, fill_value), y.shape).astype(y.dtype)
+    def fill_frule(ḟ: Any, *args: Any, **kw: Any) -> Any:
+        n = len(args) // 2
+        first, fill_value, rest = args[n], args[n + 1], args[n + 2 :]
+        y = f(first, fill_value, *rest, **kw)
+        v̇ = unthunk(args[1])
+        if y.dtype.kind in "biu":
+            return y, _NO
+        if isinstance(v̇, AbstractZero):
+            return y, ZeroTangent()
+        return y, np.broadcast_to(dense(v̇, fill_value), y.shape).astype(y.dtype)
 
-
-@rrule.register(np.full)
-def _(shape, fill_value, *rest: Any, **kw: Any) -> Any:
-    y = np.full(shape, fill_value, *rest, **kw)
-    nots = (_NO,) * len(rest)
-    truncating = y.dtype.kind in "biu"
-
-    def full_pullback(ȳ: Any) -> tuple:
-        ȳ = unthunk(ȳ)
-        if isinstance(ȳ, AbstractZero) or truncating:
-            return (_NO, _NO, ZeroTangent() if not truncating else _NO, *nots)
-        return (_NO, _NO, project_nested(fill_value, sum_to(ȳ, np.shape(fill_value))), *nots)
-
-    return y, full_pullback
+    rrule.register(f)(fill_rrule)
+    frule.register(f)(fill_frule)
 
 
-@frule.register(np.full)
-def _(ḟ, *args: Any, **kw: Any) -> Any:
-    n = len(args) // 2
-    shape, fill_value, rest = args[n], args[n + 1], args[n + 2 :]
-    y = np.full(shape, fill_value, *rest, **kw)
-    v̇ = unthunk(args[1])
-    if y.dtype.kind in "biu":
-        return y, _NO
-    if isinstance(v̇, AbstractZero):
-        return y, ZeroTangent()
-    return y, np.full(shape, dense(v̇, fill_value), dtype=y.dtype)
+_register_fill(np.full_like)
+_register_fill(np.full)
 
 
 # Queries, predicates, comparisons and index searches: their outputs are shapes,
