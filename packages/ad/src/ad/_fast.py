@@ -25,6 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from rules import _numpy_elementwise as _ew
+from rules._numpy_products import matmul_fast_case as _matmul_fast_case
+from rules._numpy_products import matmul_fast_cotangents as _matmul_fast_cotangents
 from rules._util import unbroadcast
 from rulescore import AbstractZero, InplaceableThunk, NoTangent, Thunk, ZeroTangent, rrule, unthunk
 
@@ -410,31 +413,69 @@ _refresh()
 _f64 = np.dtype(np.float64)
 _NOTANGENT = _NO
 
+# The lean paths' pullbacks are small tuples with a ``__call__``, holding what the
+# cotangent needs and nothing else: on a loop's tape one costs 64-80 bytes where a
+# closure costs 300-400 (a function object and a cell per captured variable). The
+# generated adjoint's own partials are exact ``tuple``s (``type(p) is tuple``), so
+# it never mistakes these for them.
+
+
+def _times_fresh(ȳ: Any, p: Any) -> Any:
+    """``rules._times`` for a float64 ``ȳ`` of the output's shape: the product is
+    written into ``p`` when ``p`` is a fresh array nobody else holds (its reference
+    count is then 2: this parameter and getrefcount's argument)."""
+    if (
+        type(p) is _ndarray
+        and _sys_getrefcount(p) <= 2
+        and p.base is None
+        and p.shape == ȳ.shape
+        and p.dtype is _f64
+        and p.flags.writeable
+    ):
+        return _multiply(ȳ, p, out=p)
+    return ȳ * p
+
+
+class _UnaryPullback(tuple):
+    """``(deriv, impl, x, Ω)``: the pullback of a unary ufunc on a float64 array,
+    ``ȳ · f'(x)`` with the rule's derivative ``deriv``; any other cotangent goes
+    through the rule ``impl``."""
+
+    __slots__ = ()
+
+    def __call__(self, ȳ: Any) -> tuple:
+        deriv, impl, x, Ω = self
+        if type(ȳ) is not _ndarray:
+            ȳ = unthunk(ȳ)  # as the rule does first
+        if type(ȳ) is _ndarray and ȳ.dtype is _f64 and ȳ.shape == Ω.shape:
+            return _NOTANGENT, _times_fresh(ȳ, deriv(x, Ω))
+        return impl(x)[1](ȳ)
+
+
+class _OutputOnlyPullback(tuple):
+    """``(deriv, Ω)``: as ``_UnaryPullback`` for a ufunc whose derivative reads only
+    its output (``exp``, ``tanh``, ...), so ``x`` is not kept; other cotangents take
+    the rule's own code (``x``'s stand-in is ``Ω``'s: same shape, float64 both)."""
+
+    __slots__ = ()
+
+    def __call__(self, ȳ: Any) -> tuple:
+        deriv, Ω = self
+        if type(ȳ) is not _ndarray:
+            ȳ = unthunk(ȳ)  # as the rule does first
+        if type(ȳ) is _ndarray and ȳ.dtype is _f64 and ȳ.shape == Ω.shape:
+            return _NOTANGENT, _times_fresh(ȳ, deriv(None, Ω))
+        if isinstance(ȳ, AbstractZero):  # the rule's own code
+            return _NOTANGENT, _ZERO
+        return _NOTANGENT, _ew._project_like(_ew._Like(Ω), _ew._times(ȳ, deriv(None, Ω)))
+
 
 def _lean_unary(f: Any, impl: Callable) -> Callable | None:
-    from rules import _numpy_elementwise as ew
-
-    deriv = ew.HOLOMORPHIC.get(f)
+    deriv = _ew.HOLOMORPHIC.get(f)
     if deriv is None:
         return None
-    multiply = np.multiply
-    getrefcount = _sys_getrefcount
-    rule_times, project_like, like = ew._times, ew._project_like, ew._Like
 
-    def times(ȳ: Any, p: Any) -> Any:
-        # rules._times for a float64 ȳ of the output's shape: into p when p is fresh.
-        if (
-            type(p) is _ndarray
-            and getrefcount(p) <= 2
-            and p.base is None
-            and p.shape == ȳ.shape
-            and p.dtype is _f64
-            and p.flags.writeable
-        ):
-            return multiply(ȳ, p, out=p)
-        return ȳ * p
-
-    if f in ew.OUTPUT_ONLY:
+    if f in _ew.OUTPUT_ONLY:
 
         def lean_output_only(x: Any) -> Any:
             if x.dtype is not _f64:
@@ -442,19 +483,7 @@ def _lean_unary(f: Any, impl: Callable) -> Callable | None:
             Ω = f(x)
             if type(Ω) is not _ndarray or Ω.dtype is not _f64:
                 return impl(x)
-            shape = Ω.shape
-            x_like = like(x)
-
-            def lean_output_only_pullback(ȳ: Any) -> tuple:
-                if type(ȳ) is not _ndarray:
-                    ȳ = unthunk(ȳ)  # as the rule does first
-                if type(ȳ) is _ndarray and ȳ.dtype is _f64 and ȳ.shape == shape:
-                    return _NOTANGENT, times(ȳ, deriv(None, Ω))
-                if isinstance(ȳ, AbstractZero):  # the rule's own code
-                    return _NOTANGENT, _ZERO
-                return _NOTANGENT, project_like(x_like, rule_times(ȳ, deriv(None, Ω)))
-
-            return Ω, lean_output_only_pullback
+            return Ω, _OutputOnlyPullback((deriv, Ω))
 
         return lean_output_only
 
@@ -464,16 +493,7 @@ def _lean_unary(f: Any, impl: Callable) -> Callable | None:
         Ω = f(x)
         if type(Ω) is not _ndarray or Ω.dtype is not _f64:
             return impl(x)
-        shape = Ω.shape
-
-        def lean_unary_pullback(ȳ: Any) -> tuple:
-            if type(ȳ) is not _ndarray:
-                ȳ = unthunk(ȳ)  # as the rule does first
-            if type(ȳ) is _ndarray and ȳ.dtype is _f64 and ȳ.shape == shape:
-                return _NOTANGENT, times(ȳ, deriv(x, Ω))
-            return impl(x)[1](ȳ)
-
-        return Ω, lean_unary_pullback
+        return Ω, _UnaryPullback((deriv, impl, x, Ω))
 
     return lean_unary
 
@@ -523,21 +543,24 @@ def _lean_reduction(f: Any, impl: Callable, mean: bool) -> Callable:
     return lean_reduction
 
 
+class _MatmulPullback(tuple):
+    """``(a, b)``: the pullback of ``a @ b`` (the rule's ``matmul_fast_cotangents``)."""
+
+    __slots__ = ()
+
+    def __call__(self, ȳ: Any) -> tuple:
+        return _matmul_fast_cotangents(self[0], self[1], ȳ)
+
+
 def _lean_matmul(f: Any, impl: Callable) -> Callable:
     # a @ b for two float64 matrices or a matrix and a vector: the rule's value
-    # (np.matmul) and its pullback (rules' matmul_fast_pullback, thunks included).
-    from rules._numpy_products import matmul_fast_pullback
-
+    # (np.matmul) and its pullback (the rule's fast cotangents, thunks included).
     matmul = np.matmul
 
     def lean_matmul(a: Any, b: Any) -> Any:
-        if a.dtype is not _f64 or b.dtype is not _f64:
+        if a.dtype is not _f64 or b.dtype is not _f64 or not _matmul_fast_case(a, b):
             return impl(a, b)
-        y = matmul(a, b)
-        pb = matmul_fast_pullback(a, b, y)
-        if pb is None:
-            return impl(a, b)
-        return y, pb
+        return matmul(a, b), _MatmulPullback((a, b))
 
     return lean_matmul
 
@@ -559,13 +582,39 @@ def _basic_key(key: Any) -> bool:
 _slice = slice
 
 
+class _GetitemPullback(tuple):
+    """``(impl, x, key, y_shape)``: the pullback of ``x[key]`` for a float64 array and
+    a basic key: an ``InplaceableThunk`` that adds ``ȳ`` into ``x[key]`` of an
+    accumulator, or scatters it into zeros."""
+
+    __slots__ = ()
+
+    def __call__(self, ȳ: Any) -> tuple:
+        impl, x, key, y_shape = self
+        if type(ȳ) is not _ndarray or ȳ.dtype is not _f64 or ȳ.shape != y_shape:
+            return impl(x, key)[1](ȳ)
+        shape = x.shape
+
+        def add_into(acc: Any) -> Any:
+            acc[key] += ȳ
+            return acc
+
+        def dense() -> Any:
+            dx = _zeros(shape, _f64)
+            dx[key] = ȳ
+            return dx
+
+        return _NOTANGENT, _InplaceableThunk(add_into, _Thunk(dense)), _NOTANGENT
+
+
+_zeros = np.zeros
+
+
 def _lean_getitem(impl: Callable) -> Callable:
     # x[key] of a float64 array with a basic key (ints and slices): the rule's view
-    # and its pullback — an InplaceableThunk that adds ȳ into x[key] of an
-    # accumulator, or scatters it into zeros — without the rule's unthunk, key
-    # analysis, dtype promotion and projection (identities for a float64 ȳ of the
-    # view's shape). Anything else goes through the rule itself.
-    zeros = np.zeros
+    # and its pullback, without the rule's unthunk, key analysis, dtype promotion
+    # and projection (identities for a float64 ȳ of the view's shape). Anything
+    # else goes through the rule itself.
 
     def lean_getitem(x: Any, key: Any) -> Any:
         if x.dtype is not _f64 or not _basic_key(key):
@@ -573,24 +622,7 @@ def _lean_getitem(impl: Callable) -> Callable:
         y = x[key]
         if type(y) is not _ndarray:  # a scalar entry
             return impl(x, key)
-        shape, y_shape = x.shape, y.shape
-
-        def lean_getitem_pullback(ȳ: Any) -> tuple:
-            if type(ȳ) is not _ndarray or ȳ.dtype is not _f64 or ȳ.shape != y_shape:
-                return impl(x, key)[1](ȳ)
-
-            def add_into(acc: Any) -> Any:
-                acc[key] += ȳ
-                return acc
-
-            def dense() -> Any:
-                dx = zeros(shape, _f64)
-                dx[key] = ȳ
-                return dx
-
-            return _NOTANGENT, _InplaceableThunk(add_into, _Thunk(dense)), _NOTANGENT
-
-        return y, lean_getitem_pullback
+        return y, _GetitemPullback((impl, x, key, y.shape))
 
     return lean_getitem
 

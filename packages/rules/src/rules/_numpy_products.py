@@ -38,32 +38,43 @@ def _matmul_operands(ȳ: Any, a: Any, b: Any) -> tuple:
 def matmul_fast_pullback(a: Any, b: Any, y: Any) -> Any:
     """The pullback of ``a @ b`` for real arrays of one dtype, 1-d or 2-d (MLP and
     RNN cases): matrix @ matrix, matrix @ vector, vector @ matrix, vector @ vector."""
-    if not (
+    if not matmul_fast_case(a, b):
+        return None
+
+    def matmul_pullback(ȳ: Any) -> tuple:
+        return matmul_fast_cotangents(a, b, ȳ)
+
+    return matmul_pullback
+
+
+def matmul_fast_case(a: Any, b: Any) -> bool:
+    """Whether ``matmul_fast_cotangents`` handles ``a @ b``: real arrays of one dtype,
+    each 1-d or 2-d."""
+    return (
         type(a) is np.ndarray
         and type(b) is np.ndarray
         and a.dtype == b.dtype
         and a.dtype.kind == "f"
         and 1 <= a.ndim <= 2
         and 1 <= b.ndim <= 2
-    ):
-        return None
-    dtype, nd = a.dtype, (a.ndim, b.ndim)
+    )
 
-    def matmul_pullback(ȳ: Any) -> tuple:
-        ȳ = unthunk(ȳ)
-        if isinstance(ȳ, AbstractZero):
-            return (_NO, ȳ, ȳ)
-        if type(ȳ) is not np.ndarray or ȳ.dtype != dtype:
-            ȳ = np.asarray(np.real(ȳ), dtype=dtype)
-        if nd == (2, 2):
+
+def matmul_fast_cotangents(a: Any, b: Any, ȳ: Any) -> tuple:
+    """``(NoTangent, ā, b̄)`` of ``a @ b`` (a ``matmul_fast_case``), the two as thunks."""
+    ȳ = unthunk(ȳ)
+    if isinstance(ȳ, AbstractZero):
+        return (_NO, ȳ, ȳ)
+    dtype = a.dtype
+    if type(ȳ) is not np.ndarray or ȳ.dtype != dtype:
+        ȳ = np.asarray(np.real(ȳ), dtype=dtype)
+    if a.ndim == 2:
+        if b.ndim == 2:
             return (_NO, Thunk(lambda: ȳ @ b.T), Thunk(lambda: a.T @ ȳ))
-        if nd == (2, 1):
-            return (_NO, Thunk(lambda: np.outer(ȳ, b)), Thunk(lambda: a.T @ ȳ))
-        if nd == (1, 2):
-            return (_NO, Thunk(lambda: b @ ȳ), Thunk(lambda: np.outer(a, ȳ)))
-        return (_NO, Thunk(lambda: ȳ * b), Thunk(lambda: ȳ * a))  # vector · vector
-
-    return matmul_pullback
+        return (_NO, Thunk(lambda: np.outer(ȳ, b)), Thunk(lambda: a.T @ ȳ))
+    if b.ndim == 2:
+        return (_NO, Thunk(lambda: b @ ȳ), Thunk(lambda: np.outer(a, ȳ)))
+    return (_NO, Thunk(lambda: ȳ * b), Thunk(lambda: ȳ * a))  # vector · vector
 
 
 def _matmul_grad_a(ȳ: Any, a: Any, b: Any, **kw: Any) -> np.ndarray:
