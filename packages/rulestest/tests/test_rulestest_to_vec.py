@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rulescore import NoTangent, Tangent, Thunk, ZeroTangent
@@ -78,6 +78,8 @@ def _same(a, b):
 
 @settings(max_examples=150, deadline=None)
 @given(structures)
+@example(np.complex128(1j))  # a subclass of Python's complex: rebuilt as numpy's
+@example(1j)
 def test_round_trip(x):
     v, back = to_vec(x)
     assert v.dtype == np.float64 and v.ndim == 1

@@ -112,7 +112,8 @@ class _Complex(Layout):
 
     def __init__(self, x: Any) -> None:
         self.primal = x
-        self.rebuild_type = complex if isinstance(x, complex) else type(x)
+        # numpy's complex128 subclasses Python's complex: test for numpy first
+        self.rebuild_type = type(x) if isinstance(x, np.generic) else complex
 
     def flatten(self, x: Any) -> list[np.ndarray]:
         return [np.array([x.real, x.imag], dtype=np.float64)]
