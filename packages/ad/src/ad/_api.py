@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from rulescore import AbstractZero, NotImplementedTangent, Tangent, ZeroTangent, rrule, unthunk
 
+from ._fast import is_uniform
 from ._params import Params, params_pullback, params_withgradient
 from ._runtime import ONCE, call_function, rcall
 from .errors import NonScalarOutputError
@@ -22,6 +23,7 @@ _RRULES = rrule.table._rules
 _PLAIN: frozenset = frozenset([float])
 _SEEDS: dict = {float: 1.0}
 _np = sys.modules.get("numpy")
+_ndarray = None if _np is None else _np.ndarray
 if _np is not None:  # ad depends on numpy; keep the lookups exact by type
     _PLAIN = frozenset([float, _np.ndarray, _np.float64])
     _SEEDS.update({_np.float64: _np.float64(1), _np.float32: _np.float32(1)})
@@ -44,10 +46,15 @@ def _top_call(f: Callable, args: tuple) -> tuple[Any, Callable]:
 
 def to_user(ct: Any) -> Any:
     """A cotangent as ``gradient`` reports it: zeros become None, thunks are evaluated,
-    tuple/list/dict tangents become tuples/lists/dicts."""
+    tuple/list/dict tangents become tuples/lists/dicts; a read-only ``uniform``
+    array (a whole-array sum's cotangent, eight bytes) becomes an array of its own."""
     if ct.__class__ in _PLAIN:  # the usual case: an array or a float, nothing to convert
+        if ct.__class__ is _ndarray and not ct.flags.writeable and is_uniform(ct):
+            return ct.copy()
         return ct
     ct = unthunk(ct)
+    if ct.__class__ is _ndarray:
+        return to_user(ct)
     if isinstance(ct, AbstractZero):
         return None
     if isinstance(ct, NotImplementedTangent):

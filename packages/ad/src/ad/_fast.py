@@ -319,6 +319,8 @@ def _scalar_array_pullback(op: Any, a: Any, b: Any, side: int, y: Any) -> Any:
     def scalar_array_pullback(ȳ: Any) -> tuple:
         if type(ȳ) is not _ndarray or ȳ.shape != shape or ȳ.dtype != dtype:
             return _rcall(op, a, b)[1](ȳ)  # thunks, zeros, other dtypes: the rule
+        if not ȳ.flags.writeable and is_uniform(ȳ):
+            return _uniform_scalar_array_pullback(op, a, b, side, y, ȳ)
         if op is operator.mul:
             if side == 1:
                 return (_NO, Thunk(lambda: unbroadcast(a, ȳ * b)), ȳ * a)
@@ -335,6 +337,28 @@ def _scalar_array_pullback(op: Any, a: Any, b: Any, side: int, y: Any) -> Any:
         return (_NO, ȳ * (1 / b), Thunk(lambda: unbroadcast(b, ȳ * (-y / b))))
 
     return scalar_array_pullback
+
+
+def _uniform_scalar_array_pullback(op: Any, a: Any, b: Any, side: int, y: Any, ȳ: Any) -> tuple:
+    """``scalar_array_pullback`` for a ``uniform`` ȳ (all entries ``v``): the array's
+    cotangent is uniform too, one multiply instead of one per entry (the same
+    values, entry by entry); the number's is the same thunk."""
+    v = ȳ.base if type(ȳ.base) is _f64_scalar else ȳ.flat[0]
+    shape = ȳ.shape
+    if op is operator.mul:
+        s = b if side == 2 else a
+        ct = uniform(v * s, shape)
+        n_ct = Thunk(lambda: unbroadcast(s, ȳ * (a if side == 2 else b)))
+    elif op is operator.add:
+        ct, n_ct = ȳ, Thunk(lambda: unbroadcast(b if side == 2 else a, ȳ))
+    elif op is operator.sub:
+        if side == 1:
+            ct, n_ct = uniform(-v, shape), Thunk(lambda: unbroadcast(a, ȳ))
+        else:
+            ct, n_ct = ȳ, Thunk(lambda: unbroadcast(b, -ȳ))
+    else:  # array / number
+        ct, n_ct = uniform(v * (1 / b), shape), Thunk(lambda: unbroadcast(b, ȳ * (-y / b)))
+    return (_NO, n_ct, ct) if side == 1 else (_NO, ct, n_ct)
 
 
 def fasti_pow(a: Any, n: Any) -> Any:
@@ -508,10 +532,32 @@ class _Float64Shape:
         self.shape = shape
 
 
+def uniform(value: float, shape: tuple) -> np.ndarray:
+    """A read-only float64 array of ``shape`` whose entries are all ``value``, in
+    eight bytes: a zero-strided view of one number (``np.broadcast_to``'s result,
+    built directly). The pullback of a whole-array sum returns one, as ChainRules
+    returns a ``Fill``: every consumer reads it like any array, none may write into
+    it (the in-place paths test ``base is None`` or ``flags.writeable``), and
+    ``to_user`` hands the user a copy."""
+    # a numpy scalar's buffer is read-only, and so is every view of it
+    return _ndarray(shape, _f64, _f64_scalar(value), 0, (0,) * len(shape))
+
+
+def is_uniform(a: Any) -> bool:
+    """Whether ``a`` is a ``uniform`` array (read-only, every stride zero)."""
+    return type(a) is _ndarray and not a.flags.writeable and a.size > 1 and not any(a.strides)
+
+
+_f64_scalar = np.float64
+#: Below this many entries a filled array is as cheap to make as a ``uniform`` one
+#: and can be updated in place downstream.
+UNIFORM_MIN_SIZE = 256
+
+
 def _lean_reduction(f: Any, impl: Callable, mean: bool) -> Callable:
     # np.sum / np.mean of a whole float64 array: what the rule computes
-    # (np.add.reduce, then / n for the mean, as numpy's _mean), and its pullback
-    # np.full(shape, ȳ * scale) for a float ȳ.
+    # (np.add.reduce, then / n for the mean, as numpy's _mean), and its pullback,
+    # the rule's np.full(shape, ȳ * scale) for a float ȳ, as a ``uniform`` array.
     from rules._numpy_reductions import _full_pullback
 
     reduce, empty = np.add.reduce, np.empty
@@ -532,6 +578,8 @@ def _lean_reduction(f: Any, impl: Callable, mean: bool) -> Callable:
         def lean_reduction_pullback(ȳ: Any) -> tuple:
             tȳ = type(ȳ)
             if tȳ is _float or tȳ is f64_scalar:
+                if n >= UNIFORM_MIN_SIZE:
+                    return _NOTANGENT, uniform(ȳ * scale, shape)
                 out = empty(shape, _f64)
                 out.fill(ȳ * scale)
                 return _NOTANGENT, out

@@ -1,0 +1,109 @@
+"""The cotangent of a whole-array sum or mean is a read-only uniform array.
+
+``_fast.uniform(v, shape)`` is a zero-strided view of one float64 number (eight
+bytes for any shape). The lean ``np.sum``/``np.mean`` pullback returns one for
+256 entries or more; scaling by a number keeps it uniform; every in-place path
+leaves it alone; ``to_user`` hands the caller an array of its own. Values are
+compared bit for bit with the dense path (the rule's ``np.full``).
+"""
+
+import operator
+
+import numpy as np
+import pytest
+from ad_testing import same_bits
+
+import ad
+from ad import _fast
+from ad._runtime import rcall
+from rulescore import NoTangent, rrule
+
+N = _fast.UNIFORM_MIN_SIZE
+
+
+def test_uniform_is_a_read_only_view_of_one_number():
+    u = _fast.uniform(2.5, (3, 4))
+    assert u.shape == (3, 4) and u.dtype == np.float64
+    assert not u.flags.writeable and u.strides == (0, 0) and u.nbytes == 96
+    assert np.array_equal(u, np.full((3, 4), 2.5))
+    with pytest.raises(ValueError, match="read-only"):
+        u[0, 0] = 1.0
+    assert _fast.is_uniform(u)
+    assert not _fast.is_uniform(np.full((3, 4), 2.5))
+    assert not _fast.is_uniform(np.broadcast_to(np.arange(4.0), (3, 4)))
+
+
+@pytest.mark.parametrize("f", [np.sum, np.mean])
+@pytest.mark.parametrize("shape", [(N,), (N // 8, 8), (N - 1,)])
+def test_lean_reduction_pullback_is_uniform_from_the_threshold_on(f, shape):
+    x = np.random.default_rng(0).normal(size=shape)
+    y, pb = rcall(f, x)
+    y0, pb0 = rrule(f, x)
+    same_bits(y, y0)
+    for s in (1.0, np.float64(-2.5)):
+        ct = pb(s)
+        same_bits(np.array(ct[1]), pb0(s)[1])
+        assert _fast.is_uniform(ct[1]) == (x.size >= N)
+
+
+# number / array has no scalar-array fast path
+SCALINGS = [(op, first) for op in (operator.mul, operator.add, operator.sub) for first in (0, 1)]
+
+
+@pytest.mark.parametrize("op, number_first", [*SCALINGS, (operator.truediv, 0)])
+def test_scaling_a_uniform_cotangent_keeps_it_uniform(op, number_first):
+    x = np.random.default_rng(1).normal(size=N)
+    args = (3.0, x) if number_first else (x, 3.0)
+    y, pb = _fast.FAST_HELPERS["_ad_fasti_" + op.__name__.strip("_")](*args)
+    u = _fast.uniform(0.75, x.shape)
+    got, want = pb(u), pb(np.array(u))
+    same_bits(tuple(np.array(c) if isinstance(c, np.ndarray) else c for c in got), want)
+    array_ct = got[2] if number_first else got[1]
+    assert _fast.is_uniform(array_ct)
+
+
+def _square_plus_sum(x):
+    return np.sum(x * x) + np.sum(3.0 * x) - np.mean(x / 4.0)
+
+
+def _sums_only(x):
+    return np.sum(x) + np.sum(2.0 * x) + np.sum(1.0 - x)
+
+
+@pytest.mark.parametrize(
+    "f, hand",
+    [
+        (_square_plus_sum, lambda x: 2 * x + 3.0 - 0.25 / x.size),
+        (_sums_only, lambda x: np.full(x.shape, 2.0)),
+        (np.sum, lambda x: np.ones(x.shape)),
+    ],
+)
+def test_gradients_are_right_and_writable_arrays_of_their_own(f, hand):
+    x = np.random.default_rng(2).normal(size=(N, 2))
+    (g,) = ad.gradient(f, x)
+    assert type(g) is np.ndarray and g.flags.writeable and g.flags.owndata
+    assert g.strides == (16, 8)
+    np.testing.assert_allclose(g, hand(x), rtol=1e-13, atol=1e-13)
+    g += 1.0  # the caller may update it
+    y, back = ad.pullback(f, x)
+    (g2,) = back(1.0)
+    assert g2.flags.writeable and g2.flags.owndata
+
+
+def test_a_rule_that_writes_into_its_cotangent_fails_loudly():
+    def scaled(x):
+        return x * 2.0
+
+    @rrule.register(scaled)
+    def _(x: np.ndarray):
+        def scaled_pullback(ȳ):
+            ȳ *= 2.0  # a pullback must not mutate ȳ: it may be shared, or read-only
+            return NoTangent(), ȳ
+
+        return scaled(x), scaled_pullback
+
+    def f(x):
+        return np.sum(scaled(x))
+
+    with pytest.raises(ValueError, match="read-only"):
+        ad.gradient(f, np.ones(N))
