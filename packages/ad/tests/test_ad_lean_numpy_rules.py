@@ -18,7 +18,7 @@ from ad_testing import same_bits
 import ad
 from ad import _fast
 from ad._runtime import _RULE_CACHE, rcall
-from rules._numpy_elementwise import HOLOMORPHIC
+from rules._numpy_elementwise import HOLOMORPHIC, OUTPUT_ONLY
 from rulescore import NoTangent, Thunk, ZeroTangent, rrule
 
 
@@ -93,6 +93,21 @@ def test_output_only_pullbacks_keep_no_input_alive():
     y, pb = rcall(np.sum, x)
     assert sys.getrefcount(x) == before
     del y, pb
+
+
+@pytest.mark.parametrize(
+    "f", [f for f in HOLOMORPHIC if f not in OUTPUT_ONLY], ids=lambda f: f.__name__
+)
+def test_input_only_pullbacks_keep_no_output_alive(f):
+    import weakref
+
+    x = _domain(f, np.linspace(0.1, 0.9, 300))
+    y, pb = _lean(f, x)
+    gone = weakref.ref(y)
+    del y
+    assert gone() is None  # the pullback keeps x, not the output
+    y0, pb0 = rrule(f, x)
+    same_bits(pb(np.ones(300)), pb0(np.ones(300)))
 
 
 @pytest.mark.parametrize("f", [np.sum, np.mean])

@@ -461,18 +461,19 @@ def _times_fresh(ȳ: Any, p: Any) -> Any:
 
 
 class _UnaryPullback(tuple):
-    """``(deriv, impl, x, Ω)``: the pullback of a unary ufunc on a float64 array,
+    """``(deriv, impl, x, shape)``: the pullback of a unary ufunc on a float64 array,
     ``ȳ · f'(x)`` with the rule's derivative ``deriv``; any other cotangent goes
-    through the rule ``impl``."""
+    through the rule ``impl``. The output is not kept: outside ``OUTPUT_ONLY`` the
+    derivatives read ``x`` alone (``deriv(x, None)``)."""
 
     __slots__ = ()
 
     def __call__(self, ȳ: Any) -> tuple:
-        deriv, impl, x, Ω = self
+        deriv, impl, x, shape = self
         if type(ȳ) is not _ndarray:
             ȳ = unthunk(ȳ)  # as the rule does first
-        if type(ȳ) is _ndarray and ȳ.dtype is _f64 and ȳ.shape == Ω.shape:
-            return _NOTANGENT, _times_fresh(ȳ, deriv(x, Ω))
+        if type(ȳ) is _ndarray and ȳ.dtype is _f64 and ȳ.shape == shape:
+            return _NOTANGENT, _times_fresh(ȳ, deriv(x, None))
         return impl(x)[1](ȳ)
 
 
@@ -517,7 +518,7 @@ def _lean_unary(f: Any, impl: Callable) -> Callable | None:
         Ω = f(x)
         if type(Ω) is not _ndarray or Ω.dtype is not _f64:
             return impl(x)
-        return Ω, _UnaryPullback((deriv, impl, x, Ω))
+        return Ω, _UnaryPullback((deriv, impl, x, Ω.shape))
 
     return lean_unary
 
