@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from rules import _numpy_elementwise as _ew
-from rules._numpy_products import matmul_fast_case as _matmul_fast_case
 from rules._numpy_products import matmul_fast_cotangents as _matmul_fast_cotangents
 from rules._util import unbroadcast
 from rulescore import AbstractZero, InplaceableThunk, NoTangent, Thunk, ZeroTangent, rrule, unthunk
@@ -607,7 +606,8 @@ def _lean_matmul(f: Any, impl: Callable) -> Callable:
     matmul = np.matmul
 
     def lean_matmul(a: Any, b: Any) -> Any:
-        if a.dtype is not _f64 or b.dtype is not _f64 or not _matmul_fast_case(a, b):
+        # matmul_fast_case for float64: a matrix or vector on each side
+        if a.dtype is not _f64 or b.dtype is not _f64 or not (0 < a.ndim < 3 and 0 < b.ndim < 3):
             return impl(a, b)
         return matmul(a, b), _MatmulPullback((a, b))
 

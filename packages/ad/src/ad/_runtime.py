@@ -148,8 +148,15 @@ def rcall(f: Any, *args: Any) -> tuple[Any, Callable]:
     if tf in _STATIC_CALLABLES or (tf is _BuiltinType and type(f.__self__) is _ModuleType):
         # Module-level functions, ufuncs, classes, method descriptors: a fixed set,
         # so their dispatch is cached here by (f, argument types).
+        n = len(args)
+        if n == 2:
+            key: tuple = (f, type(args[0]), type(args[1]))
+        elif n == 1:
+            key = (f, type(args[0]))
+        else:
+            key = (f, *map(type, args))
         try:
-            hit = _RULE_CACHE[(f, *map(type, args))]
+            hit = _RULE_CACHE[key]
         except KeyError:
             hit = _resolve_rule(f, args)
         if hit is not None:
