@@ -364,3 +364,21 @@ def test_definitions_are_read_whole_up_to_their_last_line():
     # functions included): every line of a multi-line last statement is kept.
     assert ad.gradient(_ends_with_a_multiline_call, 2.0) == (9.0,)
     assert ad.gradient(_ends_with_a_string, 3.0) == (6.0,)
+
+
+@pytest.mark.parametrize(
+    "f, args", [(math.sin, (0.7,)), (math.atan2, (0.3, -1.2)), (math.hypot, (3.0, 4.0))]
+)
+def test_scalar_rule_fast_pullbacks_match_the_rule_for_every_cotangent(f, args):
+    from ad._runtime import rcall
+    from rulescore import Thunk, ZeroTangent, rrule, unthunk
+
+    y, pb = rcall(f, *args)
+    y0, pb0 = rrule(f, *args)
+    assert y == y0 and type(pb) is not tuple and isinstance(pb, tuple)  # a tuple with __call__
+    for s in (1.5, -2.0, Thunk(lambda: 0.25), ZeroTangent(), 1.0 + 2.0j):
+        got, want = pb(s), pb0(s)
+        assert len(got) == len(want)
+        for a, b in zip(got, want):
+            a, b = unthunk(a), unthunk(b)
+            assert type(a) is type(b) and (a == b), (s, a, b)
