@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .activity import NONDIFF_BUILTINS, active_names, loaded_names, param_names, stored_names
+from .activity import NONDIFF_BUILTINS, active_names, param_names, read_and_stored
 from .anf import normalize
 from .codegen import compile_primal, factory_module, used_names
 from .compiled import Compiled, signature_of
@@ -137,10 +137,10 @@ def _pipeline(
 
 def _plain_builtins(f: types.FunctionType, anf: ast.FunctionDef) -> frozenset[str]:
     """Names in ``anf`` that resolve to non-differentiable builtins (not shadowed)."""
-    assigned = set(stored_names(anf))
+    read, assigned = read_and_stored(anf)
     assigned |= set(param_names(anf)) | set(f.__code__.co_freevars)
     out = set()
-    for name in NONDIFF_BUILTINS & loaded_names(anf):
+    for name in NONDIFF_BUILTINS & read:
         if name in assigned:
             continue
         value = f.__globals__.get(name, getattr(builtins, name, None))

@@ -17,8 +17,10 @@ __all__ = [
     "all_nodes",
     "loaded_names",
     "param_names",
+    "read_and_stored",
     "stored_names",
     "value_is_active",
+    "value_reads",
 ]
 
 #: Builtins whose results never carry a derivative; a call of one (when the
@@ -46,6 +48,9 @@ NONDIFF_BUILTINS = frozenset(
 )
 
 
+_Name, _Load, _Store, _AST = ast.Name, ast.Load, ast.Store, ast.AST
+_Call, _Constant = ast.Call, ast.Constant
+
 #: Attributes that describe an array or object rather than hold its values.
 NONDIFF_ATTRIBUTES = frozenset(["shape", "ndim", "dtype", "size", "__class__", "__name__"])
 
@@ -67,7 +72,31 @@ def value_is_active(value: ast.expr, active: set[str], plain_funcs: frozenset[st
     """Whether an ANF right-hand side can carry a derivative."""
     if _never_active(value, plain_funcs):
         return False
-    return not active.isdisjoint(loaded_names(value))
+    return not active.isdisjoint(value_reads(value))
+
+
+def value_reads(value: ast.expr) -> set[str]:
+    """``loaded_names(value)`` for an ANF right-hand side: a call of atoms, the
+    common case, is read off its fields without a walk."""
+    kind = type(value)
+    if kind is _Name:
+        return {value.id}  # type: ignore[attr-defined]
+    if kind is _Call and type(value.func) is _Name:  # type: ignore[attr-defined]
+        out = {value.func.id}  # type: ignore[attr-defined]
+        for a in value.args:  # type: ignore[attr-defined]
+            ka = type(a)
+            if ka is _Name:
+                out.add(a.id)
+            elif ka is not _Constant:
+                return loaded_names(value)
+        for k in value.keywords:  # type: ignore[attr-defined]
+            ka = type(k.value)
+            if ka is _Name:
+                out.add(k.value.id)
+            elif ka is not _Constant:
+                return loaded_names(value)
+        return out
+    return loaded_names(value)
 
 
 def param_names(fn: ast.FunctionDef) -> list[str]:
@@ -80,9 +109,6 @@ def param_names(fn: ast.FunctionDef) -> list[str]:
     if a.kwarg:
         names.append(a.kwarg.arg)
     return names
-
-
-_Name, _Load, _Store, _AST = ast.Name, ast.Load, ast.Store, ast.AST
 
 
 def loaded_names(node: ast.AST) -> set[str]:
@@ -129,6 +155,30 @@ def all_nodes(node: ast.AST) -> list[ast.AST]:
     return out
 
 
+def read_and_stored(node: ast.AST) -> tuple[set[str], set[str]]:
+    """``(set(loaded_names(node)), set(stored_names(node)))`` in one walk."""
+    read: set[str] = set()
+    stored: set[str] = set()
+    stack = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        n = pop()
+        if type(n) is _Name:
+            ctx = type(n.ctx)
+            if ctx is _Load:
+                read.add(n.id)
+            elif ctx is _Store:
+                stored.add(n.id)
+            continue
+        for field in n._fields:
+            v = getattr(n, field, None)
+            if type(v) is list:
+                extend([x for x in v if isinstance(x, _AST)])
+            elif isinstance(v, _AST):
+                push(v)
+    return read, stored
+
+
 def stored_names(node: ast.AST) -> list[str]:
     """Every name written anywhere inside ``node`` (with repeats, in no particular order)."""
     return [n.id for n in all_nodes(node) if type(n) is _Name and type(n.ctx) is _Store]
@@ -162,7 +212,7 @@ def active_names(
             # value_is_active(value, <everything>, plain_funcs), reading the names once
             if _never_active(value, plain_funcs):
                 continue
-            reads = loaded_names(value)
+            reads = value_reads(value)
             if reads:
                 edges.append((reads, _targets(s.targets[0])))
         elif isinstance(s, ast.For):

@@ -34,9 +34,14 @@ def factory_module(fwd: ast.FunctionDef, cell_names: list[str]) -> ast.Module:
     store, load = ast.Store(), ast.Load()
     body: list[ast.stmt] = []
     if cell_names:
+        targets: list[ast.expr] = []
+        for n in cell_names:  # ~80 names: positional fields, then the location (cheaper)
+            target = ast.Name(n, store)
+            target.lineno, target.col_offset = line, 0
+            targets.append(target)
         body.append(
             ast.Assign(
-                targets=[ast.Name(n, store, lineno=line, col_offset=0) for n in cell_names],
+                targets=targets,
                 value=ast.Constant(None, lineno=line, col_offset=0),
                 lineno=line,
                 col_offset=0,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 
+from ._nodes import at
 from ._nodes import call as _call
 from .activity import all_nodes, stored_names
 
@@ -51,8 +52,8 @@ def shared_object_guards(
             "_ad_shared_update",
             first,
             value.args[1],
-            ast.Constant(first.id, lineno=line, col_offset=0),
-            ast.Constant(f"{filename}:{line}", lineno=line, col_offset=0),
+            at(ast.Constant(first.id), line),
+            at(ast.Constant(f"{filename}:{line}"), line),
             line=line,
         )
     elif (
@@ -65,8 +66,8 @@ def shared_object_guards(
         check = _call(
             "_ad_argument_write",
             last,
-            ast.Constant(first.id, lineno=line, col_offset=0),
-            ast.Constant(f"{filename}:{line}", lineno=line, col_offset=0),
+            at(ast.Constant(first.id), line),
+            at(ast.Constant(f"{filename}:{line}"), line),
             line=line,
         )
     else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from ._nodes import LOAD
+from ._nodes import LOAD, at
 from ._nodes import assign as _assign
 from ._nodes import call as _call
 from ._nodes import const as _const
@@ -45,9 +45,7 @@ def _float_operand(a: ast.expr, line: int) -> ast.expr | None:
     """The test that operand ``a`` is a Python float (None: statically a number)."""
     if isinstance(a, ast.Constant):
         return None
-    return _Compare(
-        _call("type", a, line=line), [_IS], [_ln("_ad_float", line)], lineno=line, col_offset=0
-    )
+    return at(_Compare(_call("type", a, line=line), [_IS], [_ln("_ad_float", line)]), line)
 
 
 def inline_op(value: ast.Call, target: ast.expr, line: int) -> tuple | None:
@@ -74,27 +72,27 @@ def inline_op(value: ast.Call, target: ast.expr, line: int) -> tuple | None:
         return None
     distinct = list({_key(a): a for a in args}.values())  # x * x tests x once
     tests = [t for t in (_float_operand(a, line) for a in distinct) if t is not None]
-    flag = ast.Attribute(_ln("_ad_F", line), op, LOAD, lineno=line, col_offset=0)
-    cond = ast.BoolOp(_AND, [flag, *tests], lineno=line, col_offset=0)
+    flag = at(ast.Attribute(_ln("_ad_F", line), op, LOAD), line)
+    cond = at(ast.BoolOp(_AND, [flag, *tests]), line)
     if op == "neg":
         return (
             cond,
-            ast.UnaryOp(_USUB, args[0], lineno=line, col_offset=0),
+            at(ast.UnaryOp(_USUB, args[0]), line),
             _const(None, line),
         )
-    expr = _BinOp(args[0], _OPS[op], args[1], lineno=line, col_offset=0)
+    expr = at(_BinOp(args[0], _OPS[op], args[1]), line)
     tape: ast.expr = _const(None, line)
     if op == "mul":
-        tape = ast.Tuple([args[1], args[0]], LOAD, lineno=line, col_offset=0)
+        tape = at(ast.Tuple([args[1], args[0]], LOAD), line)
     elif op == "truediv":
-        tape = ast.Tuple([args[0], args[1]], LOAD, lineno=line, col_offset=0)
+        tape = at(ast.Tuple([args[0], args[1]], LOAD), line)
     elif op == "pow":
-        tape = ast.Tuple([args[0]], LOAD, lineno=line, col_offset=0)
+        tape = at(ast.Tuple([args[0]], LOAD), line)
     return cond, expr, tape
 
 
 def _tape(i: int, line: int) -> ast.expr:
-    return ast.Subscript(_ln("_ad_p", line), _const(i, line), LOAD, lineno=line, col_offset=0)
+    return at(ast.Subscript(_ln("_ad_p", line), _const(i, line), LOAD), line)
 
 
 def _inline_gradient(op: str, i: int, seed: ast.expr, args: list[ast.expr], line: int) -> ast.expr:
@@ -102,38 +100,27 @@ def _inline_gradient(op: str, i: int, seed: ast.expr, args: list[ast.expr], line
     if op == "add":
         return seed
     if op == "sub":
-        return seed if i == 1 else ast.UnaryOp(_USUB, seed, lineno=line, col_offset=0)
+        return seed if i == 1 else at(ast.UnaryOp(_USUB, seed), line)
     if op == "neg":
-        return ast.UnaryOp(_USUB, seed, lineno=line, col_offset=0)
+        return at(ast.UnaryOp(_USUB, seed), line)
     if op == "mul":
-        return _BinOp(seed, _MULT, _tape(i - 1, line), lineno=line, col_offset=0)
+        return at(_BinOp(seed, _MULT, _tape(i - 1, line)), line)
     if op == "truediv":
         # ∂a = ȳ / b,  ∂b = -ȳ a / b²
-        quotient = _BinOp(seed, _DIV, _tape(1, line), lineno=line, col_offset=0)
+        quotient = at(_BinOp(seed, _DIV, _tape(1, line)), line)
         if i == 1:
             return quotient
-        ratio = _BinOp(_tape(0, line), _DIV, _tape(1, line), lineno=line, col_offset=0)
-        return ast.UnaryOp(
-            _USUB,
-            _BinOp(quotient, _MULT, ratio, lineno=line, col_offset=0),
-            lineno=line,
-            col_offset=0,
-        )
+        ratio = at(_BinOp(_tape(0, line), _DIV, _tape(1, line)), line)
+        return at(ast.UnaryOp(_USUB, at(_BinOp(quotient, _MULT, ratio), line)), line)
     # pow, constant integer n: ∂a = ȳ n a**(n-1); the exponent gets no cotangent
     n = args[1].value  # type: ignore[attr-defined]
     if i == 2:
         return _ln("_ad_NoTangent", line)
     power = (
-        _tape(0, line)
-        if n == 2
-        else _BinOp(_tape(0, line), _POW, _const(n - 1, line), lineno=line, col_offset=0)
+        _tape(0, line) if n == 2 else at(_BinOp(_tape(0, line), _POW, _const(n - 1, line)), line)
     )
-    scaled = (
-        _BinOp(_const(n, line), _MULT, power, lineno=line, col_offset=0)
-        if n != 1
-        else _const(1, line)
-    )
-    return _BinOp(seed, _MULT, scaled, lineno=line, col_offset=0)
+    scaled = at(_BinOp(_const(n, line), _MULT, power), line) if n != 1 else _const(1, line)
+    return at(_BinOp(seed, _MULT, scaled), line)
 
 
 def _array_gradient(op: str, i: int, seed: ast.expr, args: list[ast.expr], line: int) -> ast.expr:
@@ -147,48 +134,37 @@ def _array_gradient(op: str, i: int, seed: ast.expr, args: list[ast.expr], line:
     if n == 1:
         return _inline_gradient(op, i, seed, args, line)
     power = (
-        _tape(0, line)
-        if n == 2
-        else _BinOp(_tape(0, line), _POW, _const(n - 1, line), lineno=line, col_offset=0)
+        _tape(0, line) if n == 2 else at(_BinOp(_tape(0, line), _POW, _const(n - 1, line)), line)
     )
-    scaled = _BinOp(_const(n, line), _MULT, power, lineno=line, col_offset=0)
+    scaled = at(_BinOp(_const(n, line), _MULT, power), line)
     return _call("_ad_imul", seed, scaled, line=line)
 
 
 def inline_adjoint(
     op: str, seed: ast.expr, used: set[int], call_stmt: ast.stmt, args: list[ast.expr], line: int
-) -> ast.stmt:
-    """The adjoint of an inlinable op: partials from the tape, else the pullback.
+) -> tuple[ast.stmt, list[ast.Assign]]:
+    """The adjoint of an inlinable op: partials from the tape, else the pullback;
+    and the assignments in it that write a gradient slot ``_ad_g<i>`` from the tape.
 
     For mul and ``a ** n``, a list tape (float arrays, see ``_fast``) gets its own
     branch, whose last product may reuse a dead buffer."""
     order = sorted(used)
     body = [_assign(f"_ad_g{i}", _inline_gradient(op, i, seed, args, line), line) for i in order]
     if op in ("add", "sub", "neg"):
-        test: ast.expr = _Compare(
-            _ln("_ad_p", line), [_IS], [_const(None, line)], lineno=line, col_offset=0
-        )
+        test: ast.expr = at(_Compare(_ln("_ad_p", line), [_IS], [_const(None, line)]), line)
     else:
-        test = _Compare(
-            _call("type", _ln("_ad_p", line), line=line),
-            [_IS],
-            [_ln("_ad_tuple", line)],
-            lineno=line,
-            col_offset=0,
+        test = at(
+            _Compare(_call("type", _ln("_ad_p", line), line=line), [_IS], [_ln("_ad_tuple", line)]),
+            line,
         )
     orelse = [call_stmt]
+    writes = list(body)
     if order and (op == "mul" or op == "pow"):
-        arrays = body[:-1] + [
-            _assign(f"_ad_g{order[-1]}", _array_gradient(op, order[-1], seed, args, line), line)
-        ]
-        list_test = _Compare(
-            _call("type", _ln("_ad_p", line), line=line),
-            [_IS],
-            [_ln("_ad_list", line)],
-            lineno=line,
-            col_offset=0,
+        last = _assign(f"_ad_g{order[-1]}", _array_gradient(op, order[-1], seed, args, line), line)
+        writes.append(last)
+        list_test = at(
+            _Compare(_call("type", _ln("_ad_p", line), line=line), [_IS], [_ln("_ad_list", line)]),
+            line,
         )
-        orelse = [ast.If(list_test, arrays, orelse, lineno=line, col_offset=0)]
-    return ast.If(
-        test, body or [ast.Pass(lineno=line, col_offset=0)], orelse, lineno=line, col_offset=0
-    )
+        orelse = [at(ast.If(list_test, [*body[:-1], last], orelse), line)]
+    return at(ast.If(test, body or [at(ast.Pass(), line)], orelse), line), writes

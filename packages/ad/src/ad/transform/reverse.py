@@ -22,13 +22,13 @@ import copy
 from dataclasses import dataclass, field
 
 from ..errors import UnsupportedSyntaxError
-from ._nodes import FAST_OPS, LOAD, STORE, TYPE_PARAMS, Z, forget_shared, plain
+from ._nodes import FAST_OPS, LOAD, STORE, TYPE_PARAMS, Z, at, forget_shared, plain
 from ._nodes import assign as _assign
 from ._nodes import call as _call
 from ._nodes import const as _const
 from ._nodes import load as _ln
 from ._nodes import store as _sn
-from .activity import loaded_names, param_names, stored_names, value_is_active
+from .activity import loaded_names, param_names, stored_names, value_is_active, value_reads
 from .codegen import mark_located
 from .guards import copied_names, rebound_names, returned_names, shared_object_guards
 from .inline import inline_adjoint, inline_op
@@ -36,30 +36,30 @@ from .simplify import simplify_adjoint
 
 __all__ = ["generate"]
 
-_Name, _Call, _Tuple, _Compare, _Constant = ast.Name, ast.Call, ast.Tuple, ast.Compare, ast.Constant
-_IS, _ISNOT, _OR, _DEL = ast.Is(), ast.IsNot(), ast.Or(), ast.Del()
+_Name, _Call, _Tuple, _Compare = ast.Name, ast.Call, ast.Tuple, ast.Compare
+_ISNOT, _OR, _DEL = ast.IsNot(), ast.Or(), ast.Del()
 _ADD, _SUB, _MULT = ast.Add(), ast.Sub(), ast.Mult()
 
 
 def _pass(line: int) -> ast.Pass:
-    return ast.Pass(lineno=line, col_offset=0)
+    return at(ast.Pass(), line)
 
 
 def _if_once(body: list[ast.stmt], orelse: list[ast.stmt], line: int) -> ast.If:
     """``if _ad_once: body else: orelse``: ``_ad_once`` is true when this call of the
     adjoint is its only one, so it may free the tape as it goes (see ``_runtime.claim``)."""
-    return ast.If(_ln("_ad_once", line), body, orelse, lineno=line, col_offset=0)
+    return at(ast.If(_ln("_ad_once", line), body, orelse), line)
 
 
 def _expect(var: str, line: int) -> ast.Assign:
     """``_ad_O.expect = var``: hand the once signal to the tape entry the adjoint is
     about to use (the pullback it calls next claims it, see ``_runtime.claim``)."""
-    target = ast.Attribute(_ln("_ad_O", line), "expect", STORE, lineno=line, col_offset=0)
+    target = at(ast.Attribute(_ln("_ad_O", line), "expect", STORE), line)
     return _assign(target, _ln(var, line), line)
 
 
 def _is_not_z(name: str, line: int) -> ast.expr:
-    return _Compare(_ln(name, line), [_ISNOT], [_ln(Z, line)], lineno=line, col_offset=0)
+    return at(_Compare(_ln(name, line), [_ISNOT], [_ln(Z, line)]), line)
 
 
 def d(name: str) -> str:
@@ -70,11 +70,11 @@ def d(name: str) -> str:
 def _store_copy(node: ast.expr, line: int) -> ast.expr:
     if isinstance(node, ast.Name):
         return _sn(node.id, line)
-    return _Tuple([_store_copy(e, line) for e in node.elts], STORE, lineno=line, col_offset=0)  # type: ignore[attr-defined]
+    return at(_Tuple([_store_copy(e, line) for e in node.elts], STORE), line)  # type: ignore[attr-defined]
 
 
 def _increment(name: str, line: int) -> ast.AugAssign:
-    return ast.AugAssign(_sn(name, line), _ADD, _const(1, line), lineno=line, col_offset=0)
+    return at(ast.AugAssign(_sn(name, line), _ADD, _const(1, line)), line)
 
 
 def _with_trip_count(
@@ -94,23 +94,9 @@ def _names_in_target(t: ast.expr) -> list[str]:
 
 
 def _stmt_loads(s: ast.stmt) -> set[str]:
-    """The names ``s`` reads; for an ANF call, its atoms without a walk."""
+    """The names ``s`` reads; for an ANF assignment, its value's (see ``value_reads``)."""
     if type(s) is ast.Assign and type(s.targets[0]) is _Name:
-        v = s.value
-        if type(v) is _Call:
-            out = {a.id for a in v.args if type(a) is _Name}
-            if type(v.func) is _Name:
-                out.add(v.func.id)
-            else:
-                out |= loaded_names(v.func)
-            for k in v.keywords:
-                out |= loaded_names(k.value)
-            if any(type(a) is not _Name and type(a) is not _Constant for a in v.args):
-                out |= loaded_names(v)
-            return out
-        if type(v) is _Name:
-            return {v.id}
-        return loaded_names(v)
+        return value_reads(s.value)
     return loaded_names(s)
 
 
@@ -161,6 +147,7 @@ class _Gen:
     stacks: list[str] = field(default_factory=list)
     adjoints: set[str] = field(default_factory=set)
     dropped: list[str] = field(default_factory=list)  # tape names the adjoint frees once run
+    accumulations: dict[int, tuple] = field(default_factory=dict)  # by id, see accumulate
     returns: list[ast.Return] = field(default_factory=list)  # pure form: each gets its _ad_back
     frames: list[list] = field(default_factory=list)  # (block, index) being generated
 
@@ -182,34 +169,30 @@ class _Gen:
         stack, cursor = f"{var}_s", f"{var}_i"
         target = "_ad_p" if pullback else var
         self.stacks.append(stack)
-        push = ast.Expr(
-            _Call(
-                ast.Attribute(_ln(stack, line), "append", LOAD, lineno=line, col_offset=0),
-                [_ln(var, line)],
-                [],
-                lineno=line,
-                col_offset=0,
+        push = at(
+            ast.Expr(
+                at(
+                    _Call(
+                        at(ast.Attribute(_ln(stack, line), "append", LOAD), line),
+                        [_ln(var, line)],
+                        [],
+                    ),
+                    line,
+                )
             ),
-            lineno=line,
-            col_offset=0,
+            line,
         )
         read = [
-            ast.AugAssign(_sn(cursor, line), _SUB, _const(1, line), lineno=line, col_offset=0),
+            at(ast.AugAssign(_sn(cursor, line), _SUB, _const(1, line)), line),
             _assign(
                 target,
-                ast.Subscript(_ln(stack, line), _ln(cursor, line), LOAD, lineno=line, col_offset=0),
+                at(ast.Subscript(_ln(stack, line), _ln(cursor, line), LOAD), line),
                 line,
             ),
         ]
         # Run once (see ``_once``), the adjoint pops the entry instead: the same
         # entry (the reads are last-in first-out), no longer held by the stack.
-        pop = _Call(
-            ast.Attribute(_ln(stack, line), "pop", LOAD, lineno=line, col_offset=0),
-            [],
-            [],
-            lineno=line,
-            col_offset=0,
-        )
+        pop = at(_Call(at(ast.Attribute(_ln(stack, line), "pop", LOAD), line), [], []), line)
         if self.pure:
             return [push], read
         once = [_assign(target, pop, line)]
@@ -220,21 +203,21 @@ class _Gen:
     def is_active(self, e: ast.expr) -> bool:
         return bool(loaded_names(e) & self.active)
 
-    def accumulate(self, name: str, value: ast.expr, line: int) -> ast.stmt:
-        """``_ad_d_name += value`` with the zero fast path inline."""
+    def accumulate(
+        self, name: str, value: ast.expr, line: int, into: list[tuple[list, int]] | None = None
+    ) -> ast.stmt:
+        """``_ad_d_name += value``, written ``_ad_d_name = value`` and listed in
+        ``accumulations``: ``simplify_adjoint`` adds the zero test where it is needed.
+
+        ``into``: ``value`` is a slot just written (``_ad_g1``), neither read nor
+        written since but here, and these are the places of its store in the
+        statements that write it (``(targets, index)``): where ``_ad_d_name`` is
+        known to be zero, ``simplify_adjoint`` writes the adjoint there instead.
+        """
         self.adjoints.add(name)
-        dn = d(name)
-        return _assign(
-            dn,
-            ast.IfExp(
-                _Compare(_ln(dn, line), [_IS], [_ln(Z, line)], lineno=line, col_offset=0),
-                value,
-                _call("_ad_acc", _ln(dn, line), value, line=line),
-                lineno=line,
-                col_offset=0,
-            ),
-            line,
-        )
+        st = _assign(d(name), value, line)
+        self.accumulations[id(st)] = (st, into)
+        return st
 
     def reset(self, names: list[str], line: int) -> list[ast.stmt]:
         out = []
@@ -309,8 +292,8 @@ class _Gen:
                 dead.setdefault(j, []).append(n)
         for j, ns in dead.items():
             line = getattr(stmts[j], "lineno", 0)
-            targets = [_Name(n, _DEL, lineno=line, col_offset=0) for n in ns]
-            fwds[j].append(ast.Delete(targets, lineno=line, col_offset=0))
+            targets = [at(_Name(n, _DEL), line) for n in ns]
+            fwds[j].append(at(ast.Delete(targets), line))
 
     def stmt(self, s: ast.stmt, depth: int, tail: bool) -> tuple[list, list]:
         line = getattr(s, "lineno", 0)
@@ -333,13 +316,7 @@ class _Gen:
     def ret(self, s: ast.Return, line: int) -> tuple[list, list]:
         if getattr(s.value, "lineno", None) is None:  # from a pass after anf's locate
             s.value.lineno, s.value.col_offset = line, 0  # type: ignore[union-attr]
-        fwd = [
-            ast.Return(
-                _Tuple([s.value, _ln("_ad_back", line)], LOAD, lineno=line, col_offset=0),
-                lineno=line,
-                col_offset=0,
-            )
-        ]
+        fwd = [at(ast.Return(at(_Tuple([s.value, _ln("_ad_back", line)], LOAD), line)), line)]
         self.returns.append(fwd[0])
         v = s.value
         if isinstance(v, ast.Name) and v.id in self.active:
@@ -376,20 +353,19 @@ class _Gen:
             (t,) = tnames
             if t == value.id:
                 return [s], []
+            copy_ = _assign("_ad_g", _ln(d(t), line), line)
             b = [
-                _assign("_ad_g", _ln(d(t), line), line),
+                copy_,
                 *self.reset([t], line),
-                self.accumulate(value.id, _ln("_ad_g", line), line),
+                self.accumulate(value.id, _ln("_ad_g", line), line, [(copy_.targets, 0)]),
             ]
             return [s], b
         if isinstance(value, (ast.Tuple, ast.List)):
             helper = "_ad_mk_tuple" if isinstance(value, ast.Tuple) else "_ad_mk_list"
-            value = _Call(_ln(helper, line), value.elts, [], lineno=line, col_offset=0)
+            value = at(_Call(_ln(helper, line), value.elts, []), line)
         elif isinstance(value, ast.Dict):
-            keys = _Tuple(value.keys, LOAD, lineno=line, col_offset=0)  # type: ignore[arg-type]
-            value = _Call(
-                _ln("_ad_mk_dict", line), [keys, *value.values], [], lineno=line, col_offset=0
-            )
+            keys = at(_Tuple(value.keys, LOAD), line)  # type: ignore[arg-type]
+            value = at(_Call(_ln("_ad_mk_dict", line), [keys, *value.values], []), line)
         if not isinstance(value, ast.Call):
             raise self.error(s, f"cannot differentiate through {ast.unparse(value)!r}")
         fwd, bwd = self.call(target, tnames, value, depth, line)
@@ -425,29 +401,25 @@ class _Gen:
         if inline is not None:
             # The adjoint handles tape entries (partials), so the helper may return
             # them instead of a pullback: it does for same-shape float arrays.
-            rcall = _Call(
-                _ln("_ad_fasti_" + func.id[7:], line),  # type: ignore[attr-defined]
-                value.args,
-                [],
-                lineno=line,
-                col_offset=0,
-            )
+            rcall = at(_Call(_ln("_ad_fasti_" + func.id[7:], line), value.args, []), line)
         elif value.keywords:
-            rcall = _Call(
-                _ln("_ad_rcall_kw", line),
-                [
-                    func,
-                    _Tuple(value.args, LOAD, lineno=line, col_offset=0),
-                    ast.Dict(
-                        [_const(k.arg, line) for k in value.keywords],
-                        [k.value for k in value.keywords],
-                        lineno=line,
-                        col_offset=0,
-                    ),
-                ],
-                [],
-                lineno=line,
-                col_offset=0,
+            rcall = at(
+                _Call(
+                    _ln("_ad_rcall_kw", line),
+                    [
+                        func,
+                        at(_Tuple(value.args, LOAD), line),
+                        at(
+                            ast.Dict(
+                                [_const(k.arg, line) for k in value.keywords],
+                                [k.value for k in value.keywords],
+                            ),
+                            line,
+                        ),
+                    ],
+                    [],
+                ),
+                line,
             )
             n_results += 1
         elif (
@@ -457,18 +429,12 @@ class _Gen:
             and func.id[7:] in FAST_OPS
         ):
             # Scalar arithmetic: a specialised call with an inline fast path.
-            rcall = _Call(
-                _ln("_ad_fast_" + func.id[7:], line), value.args, [], lineno=line, col_offset=0
-            )
+            rcall = at(_Call(_ln("_ad_fast_" + func.id[7:], line), value.args, []), line)
         else:
-            rcall = _Call(
-                _ln("_ad_rcall", line), [func, *value.args], [], lineno=line, col_offset=0
-            )
+            rcall = at(_Call(_ln("_ad_rcall", line), [func, *value.args], []), line)
         fwd: list[ast.stmt] = [
             _assign(
-                _Tuple(
-                    [_store_copy(target, line), _sn(pb, line)], STORE, lineno=line, col_offset=0
-                ),
+                at(_Tuple([_store_copy(target, line), _sn(pb, line)], STORE), line),
                 rcall,
                 line,
             )
@@ -477,13 +443,16 @@ class _Gen:
             # Python floats: compute in place and keep the partials, not a closure.
             cond, expr, partials = inline
             fwd = [
-                ast.If(
-                    cond,
-                    # partials first: the target may be an operand (r = r * x)
-                    [_assign(pb, partials, line), _assign(_store_copy(target, line), expr, line)],
-                    fwd,
-                    lineno=line,
-                    col_offset=0,
+                at(
+                    ast.If(
+                        cond,
+                        [
+                            _assign(pb, partials, line),
+                            _assign(_store_copy(target, line), expr, line),
+                        ],
+                        fwd,
+                    ),
+                    line,
                 )
             ]
         push, pop = self.record(pb, depth, line, pullback=True)
@@ -500,7 +469,7 @@ class _Gen:
             )
             live = [t for t in tnames if t in active]
             test = (
-                ast.BoolOp(_OR, [_is_not_z(d(t), line) for t in live], lineno=line, col_offset=0)
+                at(ast.BoolOp(_OR, [_is_not_z(d(t), line) for t in live]), line)
                 if len(live) > 1
                 else _is_not_z(d(live[0]), line)
             )
@@ -517,13 +486,19 @@ class _Gen:
         inner: list[ast.stmt] = [
             _assign("_ad_p", _ln(pb, line), line),
             _assign(
-                _Tuple(slots, STORE, lineno=line, col_offset=0),
-                _Call(_ln("_ad_p", line), [seed], [], lineno=line, col_offset=0),
+                at(_Tuple(slots, STORE), line),
+                at(_Call(_ln("_ad_p", line), [seed], []), line),
                 line,
             ),
         ]
+        # Where each slot is written, for ``simplify_adjoint`` to write the adjoint there.
+        writes: dict[str, list[tuple[list, int]]] = {}
+        for i, slot in enumerate(slots):
+            writes.setdefault(slot.id, []).append((slots, i))
         if inline is not None:
-            inner[1] = inline_adjoint(func.id[7:], seed, used, inner[1], value.args, line)  # type: ignore[union-attr]
+            inner[1], partials = inline_adjoint(func.id[7:], seed, used, inner[1], value.args, line)  # type: ignore[union-attr]
+            for st in partials:
+                writes[st.targets[0].id].append((st.targets, 0))  # type: ignore[attr-defined]
         if depth == 0 and self.pure:
             pass
         elif depth == 0:  # the closure's cell: freed here when run once (see ``record``)
@@ -534,7 +509,10 @@ class _Gen:
             del inner[0]
         inner += self.reset(tnames, line)
         for k, (idx, name) in enumerate(inputs):
-            inner.append(self.accumulate(name, _ln(f"_ad_g{idx}", line), line))
+            slot = f"_ad_g{idx}"
+            # Not into a target's adjoint: the reset between slot and accumulation.
+            into = writes[slot] if name not in tnames else None
+            inner.append(self.accumulate(name, _ln(slot, line), line, into))
             if any(other == name for _, other in inputs[k + 1 :]):
                 # x * x: drop this slot's reference before the next accumulation into
                 # the same adjoint, so that one may add in place (see _ad_acc).
@@ -544,7 +522,7 @@ class _Gen:
                 "_ad_kw_ct", _ln(f"_ad_g{n_results - 1}", line), _const(kname, line), line=line
             )
             inner.append(self.accumulate(name, got, line))
-        bwd = [*pop, ast.If(test, inner, [], lineno=line, col_offset=0)]
+        bwd = [*pop, at(ast.If(test, inner, []), line)]
         return fwd, bwd
 
     def stored_after(self, depth: int) -> set[str] | None:
@@ -593,22 +571,22 @@ class _Gen:
             for c in captured
         ]
         if body:
-            out.append(ast.If(_is_not_z("_ad_g", line), body, [], lineno=line, col_offset=0))
+            out.append(at(ast.If(_is_not_z("_ad_g", line), body, []), line))
         return out
 
     def if_(self, s: ast.If, depth: int, tail: bool, line: int) -> tuple[list, list]:
         bf, bb = self.block(s.body, depth, tail)
         of, ob = self.block(s.orelse, depth, tail)
         if not bb and not ob:
-            return [ast.If(s.test, bf or [_pass(line)], of, lineno=line, col_offset=0)], []
+            return [at(ast.If(s.test, bf or [_pass(line)], of), line)], []
         flag = self.fresh("br")
         push, pop = self.record(flag, depth, line)
         fwd_body = [_assign(flag, _const(True, line), line), *push, *bf]
         fwd_else = [_assign(flag, _const(False, line), line), *push, *of]
-        fwd = [ast.If(s.test, fwd_body, fwd_else, lineno=line, col_offset=0)]
+        fwd = [at(ast.If(s.test, fwd_body, fwd_else), line)]
         bwd = [
             *pop,
-            ast.If(_ln(flag, line), bb or [_pass(line)], ob, lineno=line, col_offset=0),
+            at(ast.If(_ln(flag, line), bb or [_pass(line)], ob), line),
         ]
         return fwd, bwd
 
@@ -619,7 +597,7 @@ class _Gen:
         it = _call("range", _ln(count, line), line=line)
         if index is not None:
             it = _call("reversed", it, line=line)
-        return [ast.For(target, it, body_bwd, [], lineno=line, col_offset=0)]
+        return [at(ast.For(target, it, body_bwd, []), line)]
 
     def for_(self, s: ast.For, depth: int, line: int) -> tuple[list, list]:
         of, ob = self.block(s.orelse, depth, False)
@@ -628,12 +606,12 @@ class _Gen:
             bf, bb = self.block(s.body, depth + 1, False)
             if not bb:
                 return [
-                    ast.For(s.target, s.iter, bf or [_pass(line)], [], lineno=line, col_offset=0),
+                    at(ast.For(s.target, s.iter, bf or [_pass(line)], []), line),
                     *of,
                 ], ob
             count = self.fresh("n")
             push, pop = self.record(count, depth, line)
-            loop = ast.For(s.target, s.iter, [], [], lineno=line, col_offset=0)
+            loop = at(ast.For(s.target, s.iter, [], []), line)
             fwd = [
                 *_with_trip_count(loop, count, bf, line),
                 *push,
@@ -657,7 +635,7 @@ class _Gen:
         self.adjoints.add(tname)
         fwd = [
             _assign(
-                _Tuple([_sn(seq, line), _sn(seqpb, line)], STORE, lineno=line, col_offset=0),
+                at(_Tuple([_sn(seq, line), _sn(seqpb, line)], STORE), line),
                 _call("_ad_rcall", _ln("_ad_aslist", line), s.iter, line=line),
                 line,
             ),
@@ -666,14 +644,7 @@ class _Gen:
         count = self.fresh("n")
         fwd.append(_assign(count, _const(0, line), line))
         fwd.append(
-            ast.For(
-                _sn(tname, line),
-                _ln(seq, line),
-                [_increment(count, line), *bf],
-                [],
-                lineno=line,
-                col_offset=0,
-            )
+            at(ast.For(_sn(tname, line), _ln(seq, line), [_increment(count, line), *bf], []), line)
         )
         push1, pop1 = self.record(seq, depth, line)
         push2, pop2 = self.record(seqpb, depth, line)
@@ -682,10 +653,10 @@ class _Gen:
         fwd += of
         elem_ct = [
             _assign(
-                ast.Subscript(_ln(dseq, line), _ln(idx, line), STORE, lineno=line, col_offset=0),
+                at(ast.Subscript(_ln(dseq, line), _ln(idx, line), STORE), line),
                 _call(
                     "_ad_acc",
-                    ast.Subscript(_ln(dseq, line), _ln(idx, line), LOAD, lineno=line, col_offset=0),
+                    at(ast.Subscript(_ln(dseq, line), _ln(idx, line), LOAD), line),
                     _ln(d(tname), line),
                     line=line,
                 ),
@@ -693,18 +664,19 @@ class _Gen:
             ),
             _assign(d(tname), _ln(Z, line), line),
         ]
-        loop = ast.For(
-            _sn(idx, line),
-            _call("reversed", _call("range", _ln(count, line), line=line), line=line),
-            [*bb, *elem_ct],
-            [],
-            lineno=line,
-            col_offset=0,
+        loop = at(
+            ast.For(
+                _sn(idx, line),
+                _call("reversed", _call("range", _ln(count, line), line=line), line=line),
+                [*bb, *elem_ct],
+                [],
+            ),
+            line,
         )
         after = [
             _assign(
                 "_ad_c",
-                _Call(_ln(seqpb, line), [_ln(dseq, line)], [], lineno=line, col_offset=0),
+                at(_Call(_ln(seqpb, line), [_ln(dseq, line)], []), line),
                 line,
             ),
         ]
@@ -712,9 +684,7 @@ class _Gen:
             after.append(
                 self.accumulate(
                     s.iter.id,
-                    ast.Subscript(
-                        _ln("_ad_c", line), _const(1, line), LOAD, lineno=line, col_offset=0
-                    ),
+                    at(ast.Subscript(_ln("_ad_c", line), _const(1, line), LOAD), line),
                     line,
                 )
             )
@@ -725,12 +695,13 @@ class _Gen:
             *pop1,
             _assign(
                 dseq,
-                ast.BinOp(
-                    ast.List([_ln(Z, line)], LOAD, lineno=line, col_offset=0),
-                    _MULT,
-                    _call("len", _ln(seq, line), line=line),
-                    lineno=line,
-                    col_offset=0,
+                at(
+                    ast.BinOp(
+                        at(ast.List([_ln(Z, line)], LOAD), line),
+                        _MULT,
+                        _call("len", _ln(seq, line), line=line),
+                    ),
+                    line,
                 ),
                 line,
             ),
@@ -744,12 +715,12 @@ class _Gen:
         of, ob = self.block(s.orelse, depth, False)
         if not bb:
             return [
-                ast.While(s.test, bf or [_pass(line)], [], lineno=line, col_offset=0),
+                at(ast.While(s.test, bf or [_pass(line)], []), line),
                 *of,
             ], ob
         count = self.fresh("n")
         push, pop = self.record(count, depth, line)
-        loop = ast.While(s.test, [], [], lineno=line, col_offset=0)
+        loop = at(ast.While(s.test, [], []), line)
         fwd = [
             *_with_trip_count(loop, count, bf, line),
             *push,
@@ -791,7 +762,9 @@ def generate(
         pure=pure,
     )
     fwd_body, bwd_body = gen.block(fn.body, 0, True)
-    bwd_body, _ = simplify_adjoint(bwd_body, {d(a) for a in gen.adjoints | set(param_names(fn))})
+    simplify_adjoint(
+        bwd_body, {d(a) for a in gen.adjoints | set(param_names(fn))}, gen.accumulations
+    )
     line = fn.lineno
     params = param_names(fn)
     # Adjoint entry: every adjoint starts at zero; stacks get their cursors.
@@ -802,62 +775,53 @@ def generate(
         | (set(freevars) & active if closure_active else set())
     )
     if adjoint_names:
-        init.append(
-            ast.Assign(
-                [_sn(d(a), line) for a in adjoint_names],
-                _ln(Z, line),
-                lineno=line,
-                col_offset=0,
-            )
-        )
+        init.append(at(ast.Assign([_sn(d(a), line) for a in adjoint_names], _ln(Z, line)), line))
     for stack in gen.stacks:
         init.append(_assign(stack[:-2] + "_i", _call("len", _ln(stack, line), line=line), line))
     # Whether this call is the adjoint's only one: claimed at entry (``_runtime.claim``),
     # by the token ``_ad_me``, a fresh list for each closure, which only it holds.
     has_tape = bool(gen.n_calls or gen.stacks) and not pure
     if has_tape:
-        claimed = ast.BoolOp(
-            ast.And(),
-            [
-                _Compare(
-                    ast.Attribute(_ln("_ad_O", line), "expect", LOAD, lineno=line, col_offset=0),
-                    [_ISNOT],
-                    [_const(None, line)],
-                    lineno=line,
-                    col_offset=0,
-                ),
-                _call("_ad_claim", _ln("_ad_me", line), line=line),
-            ],
-            lineno=line,
-            col_offset=0,
+        claimed = at(
+            ast.BoolOp(
+                ast.And(),
+                [
+                    at(
+                        _Compare(
+                            at(ast.Attribute(_ln("_ad_O", line), "expect", LOAD), line),
+                            [_ISNOT],
+                            [_const(None, line)],
+                        ),
+                        line,
+                    ),
+                    _call("_ad_claim", _ln("_ad_me", line), line=line),
+                ],
+            ),
+            line,
         )
         init.insert(0, _assign("_ad_once", claimed, line))
     if closure_active and freevars:
         df: ast.expr = _call(
             "_ad_fn_tangent",
-            _Tuple([_const(v, line) for v in freevars], LOAD, lineno=line, col_offset=0),
-            _Tuple(
-                [_ln(d(v), line) if v in active else _ln(Z, line) for v in freevars],
-                LOAD,
-                lineno=line,
-                col_offset=0,
+            at(_Tuple([_const(v, line) for v in freevars], LOAD), line),
+            at(
+                _Tuple([_ln(d(v), line) if v in active else _ln(Z, line) for v in freevars], LOAD),
+                line,
             ),
             line=line,
         )
     else:
         df = _ln("_ad_NoTangent", line)
-    result = _Tuple(
-        [df, *[_ln(d(p), line) if p in active else _ln(Z, line) for p in params]],
-        LOAD,
-        lineno=line,
-        col_offset=0,
+    result = at(
+        _Tuple([df, *[_ln(d(p), line) if p in active else _ln(Z, line) for p in params]], LOAD),
+        line,
     )
     back_args = [ast.arg(arg="_ad_dy", lineno=line, col_offset=0)]
     head: list[ast.stmt] = []
     if has_tape:
         back_args.append(ast.arg(arg="_ad_me", lineno=line, col_offset=0))
     if gen.dropped:
-        head.append(ast.Nonlocal(sorted(set(gen.dropped)), lineno=line, col_offset=0))
+        head.append(at(ast.Nonlocal(sorted(set(gen.dropped))), line))
     if pure:
         body: list[ast.stmt] = [
             *init,
@@ -875,7 +839,7 @@ def generate(
             kwonlyargs=[],
             kw_defaults=[],
             kwarg=None,
-            defaults=[ast.List([], LOAD, lineno=line, col_offset=0)] if has_tape else [],
+            defaults=[at(ast.List([], LOAD), line)] if has_tape else [],
         ),
         body=body,
         decorator_list=[],
@@ -884,9 +848,7 @@ def generate(
         col_offset=0,
         **TYPE_PARAMS,
     )
-    stacks_init = [
-        _assign(stack, ast.List([], LOAD, lineno=line, col_offset=0), line) for stack in gen.stacks
-    ]
+    stacks_init = [_assign(stack, at(ast.List([], LOAD), line), line) for stack in gen.stacks]
     if pure:
         fwd_body = _define_before_returns(fwd_body, back, {id(r) for r in gen.returns})
         head_defs: list[ast.stmt] = []

@@ -94,21 +94,25 @@ def get_source(fn: types.FunctionType) -> FunctionSource:
         if parsed is None:
             raise _no_source(code, "its source could not be parsed on its own")
     tree, shift = parsed
-    ast.increment_lineno(tree, code.co_firstlineno - 1)
     if code.co_name == "<lambda>":
         node = _find_lambda(tree, code, shift)
+        # Located like the lambda: the only new nodes are these two.
+        where = {
+            "lineno": node.lineno,
+            "col_offset": node.col_offset,
+            "end_lineno": node.end_lineno,
+            "end_col_offset": node.end_col_offset,
+        }
         fdef = ast.FunctionDef(
             name="<lambda>",
             args=node.args,
-            body=[ast.Return(value=node.body, lineno=node.lineno, col_offset=node.col_offset)],
+            body=[ast.Return(value=node.body, **where)],
             decorator_list=[],
             returns=None,
             type_comment=None,
-            lineno=node.lineno,
-            col_offset=node.col_offset,
+            **where,
             **({"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}),
         )
-        ast.fix_missing_locations(fdef)
         return FunctionSource(fdef, filename, "<lambda>")
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
@@ -126,16 +130,28 @@ def get_source(fn: types.FunctionType) -> FunctionSource:
     raise _no_source(code, "its definition was not found in the source")
 
 
+#: Up to this many lines above a function, its block is parsed behind blank lines.
+_MAX_PAD = 5000
+
+
 def _parse_block(block: list[str], code: types.CodeType) -> tuple[ast.Module, int] | None:
-    """The parsed block and the column shift between the file and the parsed text."""
+    """The parsed block, with the file's line numbers, and the column shift between
+    the file and the parsed text."""
     raw = "".join(block)
     text = textwrap.dedent(raw)
     # Columns in the code object are relative to the file; dedenting shifted them.
     shift = (len(raw) - len(raw.lstrip(" \t"))) - (len(text) - len(text.lstrip(" \t")))
-    parsed = _parse(text, code.co_name == "<lambda>")
+    # Blank lines in front give every node its line in the file as it is parsed,
+    # cheaper than ``ast.increment_lineno`` walking the tree afterwards, unless
+    # there are very many of them (each costs ~20 ns to parse).
+    offset = code.co_firstlineno - 1
+    pad = offset if offset <= _MAX_PAD else 0
+    parsed = _parse(text, code.co_name == "<lambda>", pad)
     if parsed is None:
         return None
     tree, extra = parsed
+    if pad != offset:
+        ast.increment_lineno(tree, offset)
     return tree, shift - extra
 
 
@@ -149,10 +165,11 @@ def _last_line(code: types.CodeType) -> int:
 
 
 def _bounded_block(lines: list[str], code: types.CodeType) -> list[str] | None:
-    """A ``def``'s lines, bounded by the code object's own positions (Python 3.11+):
-    cheaper than tokenizing from its first line to find where the block ends.
-    None for lambdas and where positions are missing: the caller tokenizes."""
-    if code.co_name == "<lambda>" or not hasattr(code, "co_positions"):
+    """A function's lines, bounded by the code object's own positions (Python 3.11+):
+    cheaper than tokenizing from its first line to find where the block ends. A
+    lambda's lines may be a fragment of a statement (``_parse`` completes it).
+    None where positions are missing: the caller tokenizes."""
+    if not hasattr(code, "co_positions"):
         return None
     last = _last_line(code)
     first = code.co_firstlineno
@@ -161,12 +178,14 @@ def _bounded_block(lines: list[str], code: types.CodeType) -> list[str] | None:
     return lines[first - 1 : last]
 
 
-def _parse(text: str, fragment: bool) -> tuple[ast.Module, int] | None:
-    """The parsed block and how many characters were prepended to its first line (None:
-    it does not parse). Only a lambda's block (``fragment``) may be a piece of a
-    larger expression; a ``def`` block parses whole or not at all."""
+def _parse(text: str, fragment: bool, offset: int) -> tuple[ast.Module, int] | None:
+    """The parsed block, its lines numbered from ``offset + 1``, and how many
+    characters were prepended to its first line (None: it does not parse). Only a
+    lambda's block (``fragment``) may be a piece of a larger expression; a ``def``
+    block parses whole or not at all."""
+    pad = "\n" * offset
     try:
-        return ast.parse(text), 0
+        return ast.parse(pad + text), 0
     except SyntaxError:
         if not fragment:
             return None
@@ -184,7 +203,7 @@ def _parse(text: str, fragment: bool) -> tuple[ast.Module, int] | None:
         )
         for candidate, extra in candidates:
             try:
-                return ast.parse(candidate), extra
+                return ast.parse(pad + candidate), extra
             except SyntaxError:
                 continue
     return None
