@@ -39,6 +39,7 @@ _NO = _runtime.NoTangent()
 
 HELPERS: dict[str, Any] = {
     "_ad_rcall": _runtime.rcall,
+    "_ad_rcall_masked": _runtime.rcall_masked,
     "_ad_rcall_kw": _runtime.rcall_kw,
     "_ad_acc": _runtime.acc,
     "_ad_Z": _Z,

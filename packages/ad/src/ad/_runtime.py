@@ -46,6 +46,7 @@ __all__ = [
     "fn_tangent",
     "kw_ct",
     "rcall",
+    "rcall_masked",
     "rcall_kw",
     "shared_update",
     "tuple_ct",
@@ -177,6 +178,17 @@ def rcall(f: Any, *args: Any) -> tuple[Any, Callable]:
                 return out
             return _checked(out, f, args, rule)
     return _fallback(f, args, None)
+
+
+def rcall_masked(mask: int, f: Any, *args: Any) -> tuple[Any, Callable]:
+    """``rcall`` for a call whose positional arguments at the set bits of ``mask``
+    carry no derivative (constants, inactive names). A plain Python function is
+    then transformed with those parameters inactive, so its adjoint neither
+    computes nor keeps what only their cotangents need; their cotangents are
+    zero. Anything else (a function that gained a rule, a ufunc) is ``rcall``."""
+    if type(f) is _FunctionType and f not in _RULES:
+        return call_function(f, args, None, bool(f.__code__.co_freevars), inactive=mask)
+    return rcall(f, *args)
 
 
 def _resolve_rule(f: Any, args: tuple) -> Any:
@@ -567,10 +579,14 @@ def call_function(
     kwargs: dict | None,
     closure_active: bool,
     as_init: bool = False,
+    inactive: int = 0,
 ) -> tuple[Any, Callable]:
-    """Run the transformed primal of ``f``; map its pullback to the call's arguments."""
+    """Run the transformed primal of ``f``; map its pullback to the call's arguments.
+
+    ``inactive``: a bit mask of positional arguments that carry no derivative
+    (see ``rcall_masked``)."""
     transform = _TRANSFORM[0] if _TRANSFORM else _import_transform()
-    entry = transform.transformed(f, closure_active, as_init)
+    entry = transform.transformed(f, closure_active, as_init, inactive)
     fwd = entry.instantiate(f)
     if kwargs:
         y, back = fwd(*args, **kwargs)

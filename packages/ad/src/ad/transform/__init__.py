@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from rulescore import rrule
+
 from .activity import NONDIFF_BUILTINS, active_names, param_names, read_and_stored
 from .anf import normalize
 from .codegen import compile_primal, factory_module, used_names
@@ -27,6 +29,8 @@ from .desugar import desugar
 from .fence import check_supported
 from .reverse import generate
 from .source import constant_freevars, get_source, register_generated
+
+_RULE_TABLE = rrule.table._rules
 
 __all__ = [
     "Front",
@@ -45,17 +49,28 @@ Transformed = Compiled  # the reverse pipeline's product
 _CACHE: dict[tuple, Transformed] = {}
 
 
-def transformed(f: types.FunctionType, closure_active: bool, as_init: bool = False) -> Transformed:
+def transformed(
+    f: types.FunctionType, closure_active: bool, as_init: bool = False, inactive: int = 0
+) -> Transformed:
     """The cached transform of ``f``'s code (built on first use).
 
     ``as_init``: ``f`` is an ``__init__`` differentiated as a constructor: its
     output is ``self`` as the body leaves it (see ``returning_self``).
+    ``inactive``: a bit mask of positional parameters whose arguments carry no
+    derivative at this call (``_ad_rcall_masked``): they start inactive.
     """
-    key = (f.__code__, closure_active) if not as_init else (f.__code__, closure_active, True)
+    code = f.__code__
+    if inactive:
+        inactive &= (1 << code.co_argcount) - 1
+    key = (
+        (code, closure_active)
+        if not (as_init or inactive)
+        else (code, closure_active, as_init, inactive)
+    )
     entry = _CACHE.get(key)
     if entry is None:
         with _no_gc():
-            entry = _build(f, closure_active, as_init)
+            entry = _build(f, closure_active, as_init, inactive)
         _CACHE[key] = entry
     return entry
 
@@ -76,16 +91,22 @@ def _no_gc() -> Iterator[None]:
 
 @dataclass(frozen=True)
 class Front:
-    """The shared front of the pipeline: ANF body, active names, plain builtins."""
+    """The shared front of the pipeline: ANF body, active names, plain builtins, and
+    the names of plain Python functions it calls (see ``reverse.generate``)."""
 
     anf: ast.FunctionDef
     active: set[str]
     plain: frozenset[str]
     filename: str
+    callees: frozenset[str] = frozenset()
 
 
-def front(f: types.FunctionType, closure_active: bool, as_init: bool = False) -> Front:
-    """source -> fence -> desugar -> anf -> activity, shared by reverse and forward mode."""
+def front(
+    f: types.FunctionType, closure_active: bool, as_init: bool = False, inactive: int = 0
+) -> Front:
+    """source -> fence -> desugar -> anf -> activity, shared by reverse and forward mode.
+
+    The positional parameters at the set bits of ``inactive`` are no seeds."""
     src = get_source(f)
     tree = check_supported(src.tree, src.filename)
     anf = normalize(desugar(tree), src.filename)
@@ -96,8 +117,12 @@ def front(f: types.FunctionType, closure_active: bool, as_init: bool = False) ->
         # Runtime helpers that generated code reads are constants, not user data.
         freevars = tuple(v for v in freevars if v not in constant_freevars(f.__code__))
     seeds = set(param_names(anf)) | (set(freevars) if closure_active else set())
-    plain = _plain_builtins(f, anf)
-    return Front(anf, active_names(anf, seeds, plain), plain, src.filename)
+    if inactive:
+        a = anf.args
+        positional = [p.arg for p in a.posonlyargs + a.args]
+        seeds -= {name for i, name in enumerate(positional) if inactive >> i & 1}
+    plain, callees = _resolved_names(f, anf)
+    return Front(anf, active_names(anf, seeds, plain), plain, src.filename, callees)
 
 
 def returning_self(fn: ast.FunctionDef) -> ast.FunctionDef:
@@ -127,26 +152,53 @@ def returning_self(fn: ast.FunctionDef) -> ast.FunctionDef:
 
 
 def _pipeline(
-    f: types.FunctionType, closure_active: bool, as_init: bool = False, pure: bool = False
+    f: types.FunctionType,
+    closure_active: bool,
+    as_init: bool = False,
+    pure: bool = False,
+    inactive: int = 0,
 ) -> tuple[ast.FunctionDef, ast.FunctionDef, str]:
-    fr = front(f, closure_active, as_init)
+    fr = front(f, closure_active, as_init, inactive)
     freevars = f.__code__.co_freevars
-    fwd = generate(fr.anf, fr.active, freevars, closure_active, fr.filename, fr.plain, pure=pure)
+    fwd = generate(
+        fr.anf,
+        fr.active,
+        freevars,
+        closure_active,
+        fr.filename,
+        fr.plain,
+        pure=pure,
+        callees=fr.callees,
+    )
     return fr.anf, fwd, fr.filename
 
 
-def _plain_builtins(f: types.FunctionType, anf: ast.FunctionDef) -> frozenset[str]:
-    """Names in ``anf`` that resolve to non-differentiable builtins (not shadowed)."""
+def _resolved_names(
+    f: types.FunctionType, anf: ast.FunctionDef
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The names ``anf`` reads but never binds that resolve, now, to non-differentiable
+    builtins, and to plain Python functions without rules (globals or captured)."""
     read, assigned = read_and_stored(anf)
-    assigned |= set(param_names(anf)) | set(f.__code__.co_freevars)
-    out = set()
-    for name in NONDIFF_BUILTINS & read:
-        if name in assigned:
+    assigned |= set(param_names(anf))
+    freevars = f.__code__.co_freevars
+    cells = dict(zip(freevars, f.__closure__ or ()))
+    plain, callees = set(), set()
+    for name in read - assigned:
+        if name in cells:
+            try:
+                value = cells[name].cell_contents
+            except ValueError:  # an empty cell
+                continue
+        elif name in NONDIFF_BUILTINS:
+            value = f.__globals__.get(name, getattr(builtins, name, None))
+            if value is getattr(builtins, name, None):
+                plain.add(name)
             continue
-        value = f.__globals__.get(name, getattr(builtins, name, None))
-        if value is getattr(builtins, name, None):
-            out.add(name)
-    return frozenset(out)
+        else:
+            value = f.__globals__.get(name)
+        if type(value) is types.FunctionType and value not in _RULE_TABLE:
+            callees.add(name)
+    return frozenset(plain), frozenset(callees)
 
 
 _CELLS: dict[str, types.CellType] = {}
@@ -159,10 +211,12 @@ def _helper_cells(helpers: dict[str, Any]) -> dict[str, types.CellType]:
     return _CELLS
 
 
-def _build(f: types.FunctionType, closure_active: bool, as_init: bool = False) -> Transformed:
+def _build(
+    f: types.FunctionType, closure_active: bool, as_init: bool = False, inactive: int = 0
+) -> Transformed:
     from .._helpers import HELPERS
 
-    anf, fwd, filename = _pipeline(f, closure_active, as_init)
+    anf, fwd, filename = _pipeline(f, closure_active, as_init, inactive=inactive)
     freevars = f.__code__.co_freevars
     # Every helper is bound in the factory scope; the compiler keeps as free
     # variables of _ad_fwd only those it reads, so no walk is needed here.

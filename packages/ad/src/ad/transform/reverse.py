@@ -37,6 +37,7 @@ from .simplify import simplify_adjoint
 __all__ = ["generate"]
 
 _Name, _Call, _Tuple, _Compare = ast.Name, ast.Call, ast.Tuple, ast.Compare
+_Constant = ast.Constant
 _ISNOT, _OR, _DEL = ast.IsNot(), ast.Or(), ast.Del()
 _ADD, _SUB, _MULT = ast.Add(), ast.Sub(), ast.Mult()
 
@@ -142,6 +143,7 @@ class _Gen:
     aliased: frozenset[str] = frozenset()  # names on either side of a plain copy a = b
     releasable: frozenset[str] = frozenset()  # temporaries the primal may drop when dead
     pure: bool = False  # the differentiable form (see ``generate``)
+    callees: frozenset[str] = frozenset()  # names of plain Python functions (inactive_mask)
     counter: int = 0
     n_calls: int = 0
     stacks: list[str] = field(default_factory=list)
@@ -227,6 +229,24 @@ class _Gen:
                 self.adjoints.add(name)
                 out.append(_assign(d(name), _ln(Z, line), line))
         return out
+
+    def inactive_mask(self, func: ast.expr, args: list[ast.expr]) -> int:
+        """For a call of a name that resolved to a plain Python function (one of
+        ``callees``), the bit mask of the positional arguments that carry no
+        derivative (constants and inactive names); 0 for any other call.
+
+        ``_ad_rcall_masked`` passes it on, so the callee's transform starts its
+        activity analysis without those parameters: it neither computes nor keeps
+        what only their cotangents would need (``Wx @ x`` in a loop over data
+        rows keeps no thunk for ``x``)."""
+        if self.pure or type(func) is not _Name or func.id not in self.callees:
+            return 0
+        active = self.active
+        mask = 0
+        for i, a in enumerate(args):
+            if type(a) is _Constant or (type(a) is _Name and a.id not in active):
+                mask |= 1 << i
+        return mask
 
     def error(self, node: ast.AST, what: str) -> UnsupportedSyntaxError:
         line = getattr(node, "lineno", 0)
@@ -430,6 +450,13 @@ class _Gen:
         ):
             # Scalar arithmetic: a specialised call with an inline fast path.
             rcall = at(_Call(_ln("_ad_fast_" + func.id[7:], line), value.args, []), line)
+        elif mask := self.inactive_mask(func, value.args):
+            # A Python function given arguments that carry no derivative: its
+            # transform treats those parameters as constants (see ``inactive_mask``).
+            rcall = at(
+                _Call(_ln("_ad_rcall_masked", line), [_const(mask, line), func, *value.args], []),
+                line,
+            )
         else:
             rcall = at(_Call(_ln("_ad_rcall", line), [func, *value.args], []), line)
         fwd: list[ast.stmt] = [
@@ -739,6 +766,7 @@ def generate(
     plain_funcs: frozenset[str] = frozenset(),
     mutable_params: frozenset[str] = frozenset(),
     pure: bool = False,
+    callees: frozenset[str] = frozenset(),
 ) -> ast.Module:
     """The module AST defining ``_ad_factory`` for the ANF function ``fn``.
 
@@ -747,6 +775,9 @@ def generate(
     tape), the adjoint never frees its tape nor catches errors, the primal keeps
     its temporaries, and ``_ad_back`` is defined just before each ``return``,
     after every tape write, so its captured variables are final when it is made.
+
+    ``callees``: the names that resolve to plain Python functions (no rules) when
+    the transform runs; calls of them pass which arguments carry no derivative.
     """
     forget_shared()
     gen = _Gen(
@@ -760,10 +791,14 @@ def generate(
         aliased=copied_names(fn),
         releasable=_single_temporaries(fn.body),
         pure=pure,
+        callees=callees,
     )
     fwd_body, bwd_body = gen.block(fn.body, 0, True)
     simplify_adjoint(
-        bwd_body, {d(a) for a in gen.adjoints | set(param_names(fn))}, gen.accumulations
+        bwd_body,
+        {d(a) for a in gen.adjoints | set(param_names(fn))},
+        gen.accumulations,
+        release=not pure,
     )
     line = fn.lineno
     params = param_names(fn)

@@ -16,7 +16,9 @@ from __future__ import annotations
 import ast
 
 from ._nodes import Z, at
+from ._nodes import assign as _assign
 from ._nodes import call as _call
+from ._nodes import const as _const
 from ._nodes import load as _ln
 from ._nodes import store as _sn
 from .activity import all_nodes, stored_names
@@ -60,7 +62,7 @@ def with_zero_test(st: ast.Assign) -> ast.Assign:
 
 
 def simplify_adjoint(
-    stmts: list[ast.stmt], zero: set[str], accumulations: dict[int, tuple]
+    stmts: list[ast.stmt], zero: set[str], accumulations: dict[int, tuple], release: bool = True
 ) -> set[str]:
     """Give each accumulation in ``stmts`` its zero test, unless its adjoint is
     statically known to be zero.
@@ -70,6 +72,10 @@ def simplify_adjoint(
     ``reverse._Gen.accumulate``). ``zero`` holds the adjoint variables known to
     be ``_ad_Z`` on entry; the result is the set known on exit. ``stmts`` is
     rewritten in place.
+
+    ``release``: a slot added with a zero test is set to None right after, so the
+    array it held (now inside the adjoint, or added into it in place) is not kept
+    alive by the slot until some later block happens to reuse its name.
     """
     zero = set(zero)
     out: list[ast.stmt] = []
@@ -82,6 +88,9 @@ def simplify_adjoint(
                 name = targets[0].id
                 if name not in zero:
                     out.append(with_zero_test(st))  # type: ignore[arg-type]
+                    value = st.value.body  # type: ignore[attr-defined]
+                    if release and type(value) is _Name and value.id.startswith("_ad_g"):
+                        out.append(_assign(value.id, _const(None, st.lineno), st.lineno))
                     continue
                 zero.discard(name)
                 if acc[1] is None:
@@ -105,16 +114,16 @@ def simplify_adjoint(
             test = st.test  # type: ignore[attr-defined]
             if type(test) is _Name and test.id == "_ad_once":
                 continue  # tape bookkeeping of a single-use adjoint: it assigns no adjoint
-            z1 = simplify_adjoint(st.body, zero, accumulations)  # type: ignore[attr-defined]
+            z1 = simplify_adjoint(st.body, zero, accumulations, release)  # type: ignore[attr-defined]
             if st.orelse:  # type: ignore[attr-defined]
-                zero = z1 & simplify_adjoint(st.orelse, zero, accumulations)  # type: ignore[attr-defined]
+                zero = z1 & simplify_adjoint(st.orelse, zero, accumulations, release)  # type: ignore[attr-defined]
             else:
                 zero &= z1
         elif kind is ast.For or kind is ast.While:
             zero -= _assigned_in(st.body)  # type: ignore[attr-defined]
-            simplify_adjoint(st.body, zero, accumulations)  # type: ignore[attr-defined]
+            simplify_adjoint(st.body, zero, accumulations, release)  # type: ignore[attr-defined]
         else:
             zero -= _assigned(st)
-    if len(out) != len(stmts):
+    if out != stmts:  # statements dropped or added (compared by identity)
         stmts[:] = out
     return zero
