@@ -386,3 +386,45 @@ def test_a_loop_tape_holds_small_pullbacks():
     assert per_step < 1000, per_step
     for s in (_fast._MatmulPullback, _fast._OutputOnlyPullback, _fast._UnaryPullback):
         assert s.__slots__ == ()  # no per-instance dict
+
+
+def _dying_sum(x, y):
+    # x*y dies at the first +, exp(x) at the second but the tape keeps it (exp's
+    # pullback reads its output): only x*y's buffer may be reused
+    return np.sum(x * y + np.exp(x) - y) + np.sum(np.exp(x) + x * y)
+
+
+def _dying_names(x, y):
+    a = x * y  # a user variable: never reused
+    return np.sum(a + y) + np.sum(a)
+
+
+def test_a_dying_temporary_receives_an_add_or_sub():
+    """``t + u`` where the temporary ``t`` dies there is written into ``t``'s buffer
+    when nothing else holds it (``_ad_fasti_add_into``); an output a pullback keeps
+    (``exp(x)``), a user variable, or a shared array is never written."""
+    src = ad.transform.adjoint_source(_dying_sum)
+    assert "_ad_fasti_add_into(" in src and "_ad_fasti_sub_into(" in src
+    assert "_into(a," not in ad.transform.adjoint_source(_dying_names)
+    rng = np.random.default_rng(8)
+    x, y = rng.normal(size=300), rng.normal(size=300)
+    gx, gy = ad.gradient(_dying_sum, x, y)
+    np.testing.assert_allclose(gx, 2 * (y + np.exp(x)), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(gy, 2 * x - 1.0, rtol=1e-12, atol=1e-14)
+    gx, gy = ad.gradient(_dying_names, x, y)
+    np.testing.assert_allclose(gx, 2 * y, rtol=1e-14)
+
+
+def test_add_into_writes_into_an_operand_only_the_caller_holds():
+    a, b = np.arange(4.0), np.ones(4)
+    y, pb = _fast.fasti_add_into(a, b, 1)  # only this frame's `a` holds it
+    assert y is a and pb is None
+    np.testing.assert_array_equal(y, np.arange(4.0) + 1)
+    c = np.arange(4.0)
+    held = [c]
+    y, pb = _fast.fasti_sub_into(b, c, 2)  # also held by a list: a new array
+    assert y is not c and pb is None
+    np.testing.assert_array_equal(held[0], np.arange(4.0))
+    np.testing.assert_array_equal(y, 1 - np.arange(4.0))
+    v = np.arange(6.0)[::2]  # a view: not its own memory
+    assert _fast.fasti_add_into(v, np.ones(3), 1)[0] is not v

@@ -271,6 +271,36 @@ def fasti_sub(a: Any, b: Any) -> Any:
     return fast_sub(a, b)
 
 
+def fasti_add_into(a: Any, b: Any, k: int) -> Any:
+    """``fasti_add(a, b)`` where operand ``k`` (1 or 2) dies at this call (the
+    transform knows it, see ``reverse.release_dead``): for two float arrays of one
+    shape the sum is written into that operand when nothing but the caller's
+    variable holds it, as numpy reuses a temporary in ``x * y + z``; the pullback
+    reads neither operand. Same values as ``fasti_add``."""
+    if _same_float_arrays(a, b) and operator.add in FLAGS.arrays:
+        if _consumable(a if k == 1 else b):
+            return _add(a, b, out=a if k == 1 else b), None
+    return fasti_add(a, b)
+
+
+def fasti_sub_into(a: Any, b: Any, k: int) -> Any:
+    """``fasti_sub`` with a dying operand ``k``, as ``fasti_add_into``."""
+    if _same_float_arrays(a, b) and operator.sub in FLAGS.arrays:
+        if _consumable(a if k == 1 else b):
+            return _subtract(a, b, out=a if k == 1 else b), None
+    return fasti_sub(a, b)
+
+
+def _consumable(o: Any) -> bool:
+    """Whether array ``o``, passed on by a ``*_into`` helper, is held only by the
+    generated code's dying variable and owns writable memory. References: that
+    variable, the helper's parameter, this parameter, getrefcount's argument."""
+    return _sys_getrefcount(o) <= 4 and o.base is None and o.flags.writeable
+
+
+_add, _subtract = np.add, np.subtract
+
+
 def fasti_mul(a: Any, b: Any) -> Any:
     if _same_float_arrays(a, b) and operator.mul in FLAGS.arrays:
         return a * b, [b, a]  # a list: the adjoint's array branch (see imul)
@@ -407,6 +437,8 @@ FAST_HELPERS: dict[str, Callable] = {
     "_ad_fast_pow": fast_pow,
     "_ad_fast_neg": fast_neg,
     "_ad_fasti_add": fasti_add,
+    "_ad_fasti_add_into": fasti_add_into,
+    "_ad_fasti_sub_into": fasti_sub_into,
     "_ad_fasti_sub": fasti_sub,
     "_ad_fasti_mul": fasti_mul,
     "_ad_fasti_truediv": fasti_truediv,

@@ -101,6 +101,30 @@ def _stmt_loads(s: ast.stmt) -> set[str]:
     return loaded_names(s)
 
 
+_INTO = {"_ad_fasti_add": "_ad_fasti_add_into", "_ad_fasti_sub": "_ad_fasti_sub_into"}
+
+
+def _reuse_dying_operand(fwd: list[ast.stmt], dying: set[str], line: int) -> None:
+    """In the primal of ``t = a + b`` (or ``-``) whose operand dies there, call the
+    helper that may write the result into that operand's buffer
+    (``_ad_fasti_add_into(a, b, k)``): add and sub keep no operand on the tape."""
+    for st in fwd:
+        if type(st) is not ast.If:
+            continue
+        for inner in st.orelse:
+            value = getattr(inner, "value", None)
+            if type(value) is not _Call or type(value.func) is not _Name:
+                continue
+            into = _INTO.get(value.func.id)
+            if into is None or len(value.args) != 2:
+                continue
+            for k, a in enumerate(value.args, 1):
+                if type(a) is _Name and a.id in dying:
+                    value.func = _ln(into, line)
+                    value.args = [*value.args, _const(k, line)]
+                    return
+
+
 def _single_temporaries(body: list[ast.stmt]) -> frozenset[str]:
     """ANF temporaries (``_ad_t<n>``) bound by exactly one assignment and read by
     no nested function or lambda: the primal may drop them after their last use."""
@@ -313,6 +337,7 @@ class _Gen:
         for j, ns in dead.items():
             line = getattr(stmts[j], "lineno", 0)
             targets = [at(_Name(n, _DEL), line) for n in ns]
+            _reuse_dying_operand(fwds[j], set(ns), line)
             fwds[j].append(at(ast.Delete(targets), line))
 
     def stmt(self, s: ast.stmt, depth: int, tail: bool) -> tuple[list, list]:
