@@ -428,3 +428,32 @@ def test_add_into_writes_into_an_operand_only_the_caller_holds():
     np.testing.assert_array_equal(y, 1 - np.arange(4.0))
     v = np.arange(6.0)[::2]  # a view: not its own memory
     assert _fast.fasti_add_into(v, np.ones(3), 1)[0] is not v
+
+
+@pytest.mark.parametrize("f", [np.exp, np.tanh])
+def test_a_single_use_output_only_pullback_reuses_the_output(f):
+    """Called once (``ONCE.expect`` is the pullback) while only its tuple holds the
+    output, exp's and tanh's pullbacks write the cotangent into the output's buffer;
+    the values are the rule's, bit for bit. Otherwise the output is left alone."""
+    from ad._once import ONCE
+
+    rng = np.random.default_rng(9)
+    x, s = rng.normal(size=50), rng.normal(size=50)
+    want = rrule(f, x)[1](s)
+
+    y, pb = _lean(f, x)
+    y_id = id(y)
+    del y
+    ONCE.expect = pb
+    got = pb(s)
+    assert ONCE.expect is None
+    assert id(got[1]) == y_id  # the output's own buffer
+    same_bits(got, want)
+
+    y, pb = _lean(f, x)
+    kept = y.copy()
+    ONCE.expect = pb  # single use, but the caller still holds the output
+    same_bits(pb(s), want)
+    same_bits(y, kept)
+    same_bits(pb(s), want)  # not single use: called again, same result
+    same_bits(y, kept)

@@ -31,6 +31,7 @@ from rules._util import unbroadcast
 from rulescore import AbstractZero, InplaceableThunk, NoTangent, Thunk, ZeroTangent, rrule, unthunk
 
 from ._config import ADConfig
+from ._once import ONCE as _ONCE
 
 __all__ = ["FAST_HELPERS", "FLAGS", "lean_rule", "scalar_partials"]
 
@@ -224,27 +225,38 @@ def _broadcast_pullback(a: Any, b: Any, sign: float) -> Any:
 
     It keeps the operands' shapes and dtype, not their values (unbroadcast reads
     nothing else): an operand the primal drops is not held until the adjoint."""
-    shape, sa, sb, dtype = None, a.shape, b.shape, a.dtype
-    del a, b
+    shape, sa, sb = None, a.shape, b.shape
     if len(sa) == 2 and len(sb) == 1 and sa[1] == sb[0]:
         shape = sa  # a matrix plus a bias row
     elif len(sb) == 2 and len(sa) == 1 and sb[1] == sa[0]:
         shape = sb
+    return _BroadcastAddPullback((sa, sb, shape, a.dtype, sign))
 
-    def broadcast_add_pullback(ȳ: Any) -> tuple:
+
+class _BroadcastAddPullback(tuple):
+    """``(sa, sb, shape, dtype, sign)``: the pullback of ``a ± b`` (sign ±1) for float
+    arrays of shapes ``sa``, ``sb`` that broadcast; ``shape`` is the output's when
+    it is a matrix plus a bias row (either way round), else None."""
+
+    __slots__ = ()
+
+    def __call__(self, ȳ: Any) -> tuple:
+        sa, sb, shape, dtype, sign = self
         if type(ȳ) is _ndarray and ȳ.shape == shape and ȳ.dtype == dtype:
-            # unbroadcast's own sum over the leading axis, without its general checks
+            # unbroadcast's own sum over the leading axis (ndarray.sum's reduction),
+            # without its general checks
             ȳb = ȳ if sign > 0 else -ȳ
             return (
                 _NO,
-                ȳ if len(sa) == 2 else ȳ.sum(axis=0),
-                ȳb if len(sb) == 2 else ȳb.sum(axis=0),
+                ȳ if len(sa) == 2 else _add_reduce(ȳ, 0),
+                ȳb if len(sb) == 2 else _add_reduce(ȳb, 0),
             )
         ȳ = unthunk(ȳ)
         a, b = _zeros(sa, dtype), _zeros(sb, dtype)  # stand-ins of the operands' type
         return (_NO, unbroadcast(a, ȳ), unbroadcast(b, ȳ if sign > 0 else -ȳ))
 
-    return broadcast_add_pullback
+
+_add_reduce = np.add.reduce
 
 
 def fasti_add(a: Any, b: Any) -> Any:
@@ -509,21 +521,48 @@ class _UnaryPullback(tuple):
 
 
 class _OutputOnlyPullback(tuple):
-    """``(deriv, Ω)``: as ``_UnaryPullback`` for a ufunc whose derivative reads only
-    its output (``exp``, ``tanh``, ...), so ``x`` is not kept; other cotangents take
-    the rule's own code (``x``'s stand-in is ``Ω``'s: same shape, float64 both)."""
+    """``(deriv, Ω, f)``: as ``_UnaryPullback`` for a ufunc ``f`` whose derivative
+    reads only its output (``exp``, ``tanh``, ...), so ``x`` is not kept; other
+    cotangents take the rule's own code (``x``'s stand-in is ``Ω``'s: same shape,
+    float64 both).
+
+    Called once (``ONCE.expect is self``) while nothing but this tuple holds ``Ω``,
+    ``exp`` and ``tanh`` compute the cotangent in ``Ω``'s buffer, which is dead
+    afterwards: the same operations in the same order, one array fewer at the
+    backward pass's peak."""
 
     __slots__ = ()
 
     def __call__(self, ȳ: Any) -> tuple:
-        deriv, Ω = self
+        deriv, Ω, f = self
         if type(ȳ) is not _ndarray:
             ȳ = unthunk(ȳ)  # as the rule does first
         if type(ȳ) is _ndarray and ȳ.dtype is _f64 and ȳ.shape == Ω.shape:
+            if _ONCE.expect is self:
+                _ONCE.expect = None
+                # refs of Ω: this tuple, the local name, getrefcount's argument
+                if f in _IN_PLACE and _sys_getrefcount(Ω) <= 3 and Ω.flags.writeable:
+                    return _NOTANGENT, _IN_PLACE[f](Ω, ȳ)
             return _NOTANGENT, _times_fresh(ȳ, deriv(None, Ω))
         if isinstance(ȳ, AbstractZero):  # the rule's own code
             return _NOTANGENT, _ZERO
         return _NOTANGENT, _ew._project_like(_ew._Like(Ω), _ew._times(ȳ, deriv(None, Ω)))
+
+
+def _exp_ct_into(Ω: Any, ȳ: Any) -> Any:
+    """``ȳ * Ω`` (exp's derivative is its output), written into ``Ω``."""
+    return _multiply(ȳ, Ω, out=Ω)
+
+
+def _tanh_ct_into(Ω: Any, ȳ: Any) -> Any:
+    """``ȳ * (1 - Ω * Ω)`` (the rule's ``_one_minus_square``, then ``_times``),
+    written into ``Ω``."""
+    _multiply(Ω, Ω, out=Ω)
+    _subtract(1, Ω, out=Ω)
+    return _multiply(ȳ, Ω, out=Ω)
+
+
+_IN_PLACE = {np.exp: _exp_ct_into, np.tanh: _tanh_ct_into}
 
 
 def _lean_unary(f: Any, impl: Callable) -> Callable | None:
@@ -539,7 +578,7 @@ def _lean_unary(f: Any, impl: Callable) -> Callable | None:
             Ω = f(x)
             if type(Ω) is not _ndarray or Ω.dtype is not _f64:
                 return impl(x)
-            return Ω, _OutputOnlyPullback((deriv, Ω))
+            return Ω, _OutputOnlyPullback((deriv, Ω, f))
 
         return lean_output_only
 

@@ -34,6 +34,7 @@ from ._accumulate import acc, field_ct, fn_tangent, kw_ct, tuple_ct
 from ._config import ADConfig
 from ._fast import lean_rule as _lean_rule
 from ._fast import scalar_partials as _scalar_partials
+from ._once import ONCE as _ONCE
 from ._runtime_checks import argument_write, shared_update, unpack_error
 from .errors import CotangentShapeError, NoRuleError
 
@@ -74,34 +75,9 @@ except ImportError:  # pragma: no cover - ad depends on numpy
     _ndarray = None
 
 
-# --- pullbacks called once ---------------------------------------------------
-#
-# A generated adjoint (``_ad_back``) may be called many times (``ad.pullback``'s
-# pullback, ``jacobian``'s rows, a rule's ``rrule_via_ad``), so it keeps its tape
-# until it returns. When it is known to run once, it may drop each tape entry
-# after its last use and free the arrays it holds during the backward pass.
-#
-# The signal is handed to one pullback *object*: the caller that holds the only
-# reference to a pullback and calls it once (``withgradient``; a generated adjoint
-# that itself runs once, for its tape entries; the wrappers below) sets
-# ``ONCE.expect`` to it just before the call. A generated adjoint claims the
-# signal at entry (``claim``) only if ``expect`` is that very function, recognised
-# by a token only it holds (its last default argument, fresh for each closure), and
-# clears it either way. Nothing else can match a stale value, so no caller needs to
-# turn the signal off; a thread that overwrites another's ``expect`` only costs
-# that one the saving.
+# --- pullbacks called once: see ``_once`` ---------------------------------------
 
-
-class _Once:
-    """``expect``: the pullback about to be called once by the sole holder of it."""
-
-    __slots__ = ("expect",)
-
-    def __init__(self) -> None:
-        self.expect: Any = None
-
-
-ONCE = _Once()
+ONCE = _ONCE
 
 
 def _is_expected(e: Any, token: Any) -> bool:
