@@ -285,28 +285,35 @@ def fasti_sub(a: Any, b: Any) -> Any:
 
 def fasti_add_into(a: Any, b: Any, k: int) -> Any:
     """``fasti_add(a, b)`` where operand ``k`` (1 or 2) dies at this call (the
-    transform knows it, see ``reverse.release_dead``): for two float arrays of one
-    shape the sum is written into that operand when nothing but the caller's
-    variable holds it, as numpy reuses a temporary in ``x * y + z``; the pullback
-    reads neither operand. Same values as ``fasti_add``."""
-    if _same_float_arrays(a, b) and operator.add in FLAGS.arrays:
-        if _consumable(a if k == 1 else b):
-            return _add(a, b, out=a if k == 1 else b), None
+    transform knows it, see ``reverse.release_dead``): for float arrays of one
+    dtype the sum is written into that operand when it has the output's shape
+    (the same shape, or the matrix of a matrix plus a bias row) and nothing but
+    the caller's variable holds it, as numpy reuses a temporary in ``x @ W + b``;
+    the pullback reads neither operand. Same values as ``fasti_add``."""
+    if _broadcast_float_arrays(a, b) and operator.add in FLAGS.arrays:
+        pb = None if a.shape == b.shape else _broadcast_pullback(a, b, 1.0)
+        if _writable_result(a if k == 1 else b, pb):
+            return _add(a, b, out=a if k == 1 else b), pb
     return fasti_add(a, b)
 
 
 def fasti_sub_into(a: Any, b: Any, k: int) -> Any:
     """``fasti_sub`` with a dying operand ``k``, as ``fasti_add_into``."""
-    if _same_float_arrays(a, b) and operator.sub in FLAGS.arrays:
-        if _consumable(a if k == 1 else b):
-            return _subtract(a, b, out=a if k == 1 else b), None
+    if _broadcast_float_arrays(a, b) and operator.sub in FLAGS.arrays:
+        pb = None if a.shape == b.shape else _broadcast_pullback(a, b, -1.0)
+        if _writable_result(a if k == 1 else b, pb):
+            return _subtract(a, b, out=a if k == 1 else b), pb
     return fasti_sub(a, b)
 
 
-def _consumable(o: Any) -> bool:
-    """Whether array ``o``, passed on by a ``*_into`` helper, is held only by the
-    generated code's dying variable and owns writable memory. References: that
-    variable, the helper's parameter, this parameter, getrefcount's argument."""
+def _writable_result(o: Any, pb: Any) -> bool:
+    """Whether ``a ± b`` may be written into operand ``o``: it has the output's shape
+    (both shapes equal, or ``o`` is the matrix of a bias add, which ``pb`` records),
+    owns writable memory, and is held only by the generated code's dying variable.
+    References: that variable, the helper's parameter, this parameter, getrefcount's
+    argument."""
+    if pb is not None and pb[2] != o.shape:  # pb[2]: the bias add's output shape
+        return False
     return _sys_getrefcount(o) <= 4 and o.base is None and o.flags.writeable
 
 
