@@ -56,6 +56,26 @@ def _(ḟ: Any, Ω̇: Any, Ω: Any) -> Any:
 
 
 non_differentiable(_linalg_util.bind)
+non_differentiable(_linalg_util.triangle)
+non_differentiable(_linalg_util.flipped)
+
+
+# solve_as(a, b, lower) is np.linalg.solve(a, b) for the flag triangle(a, b)
+# chose: it has solve's rules, so a derivative through it (nested
+# differentiation of solve's rules) reaches every entry of a.
+@rrule.register(_linalg_util.solve_as)
+def _(a: Any, b: Any, lower: Any) -> Any:
+    x, pb = rrule(np.linalg.solve, a, b)
+
+    def solve_as_pullback(x̄: Any) -> tuple:
+        return (*pb(x̄), NoTangent())
+
+    return x, solve_as_pullback
+
+
+@frule.register(_linalg_util.solve_as)
+def _(ḟ: Any, ȧ: Any, ḃ: Any, l̇: Any, a: Any, b: Any, lower: Any) -> Any:
+    return frule((ḟ, ȧ, ḃ), np.linalg.solve, a, b)
 
 
 def _delegate(helper: Any, reference: Any) -> None:

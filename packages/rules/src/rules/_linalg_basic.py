@@ -203,24 +203,6 @@ def _(ḟ, ȧ, ḃ, a, b):
     return x, project(x, ẋ[..., 0] if vec else ẋ)
 
 
-# solve_as(a, b, lower) is np.linalg.solve(a, b) for the flag triangle(a, b)
-# chose: it has solve's rules, so a derivative through it (nested
-# differentiation of the rules above) reaches every entry of a.
-@rrule.register(solve_as)
-def _(a, b, lower):
-    x, pb = rrule(np.linalg.solve, a, b)
-
-    def solve_as_pullback(x̄):
-        return (*pb(x̄), NoTangent())
-
-    return x, solve_as_pullback
-
-
-@frule.register(solve_as)
-def _(ḟ, ȧ, ḃ, l̇, a, b, lower):
-    return frule((ḟ, ȧ, ḃ), np.linalg.solve, a, b)
-
-
 def _tensorinv_matrix(a: np.ndarray, y: np.ndarray, ind: int) -> np.ndarray:
     """tensorinv(a) as the inverse matrix of ``a.reshape(prod(a.shape[:ind]), -1)``."""
     return y.reshape(math.prod(a.shape[ind:]), -1)

@@ -20,7 +20,6 @@ from rulescore import (
     NoTangent,
     Tangent,
     ZeroTangent,
-    non_differentiable,
     unthunk,
 )
 
@@ -242,7 +241,3 @@ def bind(f: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
 def nondiff_rest(rest: tuple) -> tuple:
     """``NoTangent()`` for each trailing positional option (``ord``, ``UPLO``, ...)."""
     return (NoTangent(),) * len(rest)
-
-
-non_differentiable(triangle)
-non_differentiable(flipped)
