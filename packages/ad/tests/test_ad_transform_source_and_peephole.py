@@ -86,7 +86,7 @@ def test_coalesced_adjoints_are_exact(f, args, expected):
 def test_a_first_accumulation_writes_the_adjoint_directly():
     src = adjoint_source(target_is_an_input)
     # The slots of the first accumulations into x's and y's adjoints are those adjoints...
-    assert "_ad_u, _ad_d_x, _ad_d_y = _ad_p(_ad_d__ad_t1)" in src
+    assert "_ad_u, _ad_d_x, _ad_d_y = _ad_mul_adjoint(_ad_p, _ad_d__ad_t1, 3)" in src
     assert "_ad_d_x = _ad_d__ad_t1 * _ad_p[0]" in src
     # ...the next one into y's adds, with its zero test.
     assert "_ad_d_y = _ad_g2 if _ad_d_y is _ad_Z else _ad_acc(_ad_d_y, _ad_g2)" in src

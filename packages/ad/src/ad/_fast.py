@@ -33,7 +33,7 @@ from rulescore import AbstractZero, InplaceableThunk, NoTangent, Thunk, ZeroTang
 from ._config import ADConfig
 from ._once import ONCE as _ONCE
 
-__all__ = ["FAST_HELPERS", "FLAGS", "lean_rule", "scalar_partials"]
+__all__ = ["FAST_HELPERS", "FLAGS", "FLOAT_PATHS", "lean_rule", "scalar_partials"]
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -59,6 +59,24 @@ class _Flags:
 
 
 FLAGS = _Flags()
+
+_OPERATORS = ("add", "mul", "neg", "pow", "sub", "truediv")
+
+
+class _NoFastPath:
+    """The type no value has: an operand's type is never this one."""
+
+
+class _FloatPaths:
+    """Per operator, ``float`` while its inline float path is valid (its flag in
+    ``FLAGS``), else ``_NoFastPath``: the primal's one test per operation,
+    ``type(a) is _ad_FP.mul is type(b)``, fewer AST nodes than a flag and a type
+    per operand."""
+
+    __slots__ = _OPERATORS
+
+
+FLOAT_PATHS = _FloatPaths()
 _SCALAR: dict[tuple[Any, int], Any] = {}
 
 
@@ -76,6 +94,8 @@ def _refresh() -> None:
     _NEG = _builtin_rule(operator.neg, (float,))
     FLAGS.add, FLAGS.sub, FLAGS.mul, FLAGS.neg = _ADD, _SUB, _MUL, _NEG
     FLAGS.truediv, FLAGS.pow = _DIV, _POW
+    for op in _OPERATORS:
+        setattr(FLOAT_PATHS, op, float if getattr(FLAGS, op) else _NoFastPath)
     arr = np.ndarray
     FLAGS.arrays = frozenset(
         [f for f in _BINARY if f is not operator.pow and _builtin_rule(f, (arr, arr))]
@@ -421,24 +441,6 @@ def fasti_pow(a: Any, n: Any) -> Any:
     return fast_pow(a, n)
 
 
-def imul(s: Any, p: Any) -> Any:
-    """``s * p`` as the adjoint's array branch computes it: the last product of a
-    cotangent ``s``, with ``p`` a tape value or a fresh factor.
-
-    The product is written into ``p`` when ``p`` is a temporary nobody else holds
-    (``2 * a`` of ``a ** 2``), else into ``s`` when the caller's adjoint variable,
-    which it resets right after, is the only holder of ``s`` (reference counts, as
-    numpy itself reuses temporaries). Either way the values are those of ``s * p``:
-    same shape and dtype, one elementwise multiply."""
-    if type(s) is _ndarray and type(p) is _ndarray and s.shape == p.shape and s.dtype == p.dtype:
-        # refs of p: this parameter and getrefcount's argument; of s, also the caller's variable
-        if _sys_getrefcount(p) <= 2 and p.base is None and p.flags.writeable:
-            return _multiply(s, p, out=p)
-        if _sys_getrefcount(s) <= 3 and s.base is None and s.flags.writeable:
-            return _multiply(s, p, out=s)
-    return s * p
-
-
 _multiply = np.multiply
 
 
@@ -463,11 +465,8 @@ FAST_HELPERS: dict[str, Callable] = {
     "_ad_fasti_truediv": fasti_truediv,
     "_ad_fasti_pow": fasti_pow,
     "_ad_fasti_neg": fasti_neg,
-    "_ad_F": FLAGS,
-    "_ad_float": float,
     "_ad_tuple": tuple,
-    "_ad_list": list,
-    "_ad_imul": imul,
+    "_ad_FP": FLOAT_PATHS,
 }
 
 _table.listeners.append(_refresh)

@@ -17,6 +17,7 @@ from . import (
     _runtime,
 )
 from ._fast import FAST_HELPERS
+from ._fast_adjoint import mul_adjoint, pow_adjoint
 from ._rules_containers import (
     apply,
     aslist,
@@ -66,6 +67,8 @@ HELPERS: dict[str, Any] = {
     "_ad_concat_list": concat_list,
     "_ad_aslist": aslist,
     "_ad_op_getitem": operator.getitem,
+    "_ad_mul_adjoint": mul_adjoint,
+    "_ad_pow_adjoint": pow_adjoint,
 }
 HELPERS.update(FAST_HELPERS)
 for _op in [*BINOPS.values(), *UNARYOPS.values()]:

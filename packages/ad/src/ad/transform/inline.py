@@ -4,7 +4,8 @@ For ``t = a * b`` (and +, -, /, unary -, ``a ** n``) the reverse pass emits
 the operation itself behind a type test, keeping on the tape what the adjoint
 needs (None, or a tuple of operands) instead of a pullback closure; the
 adjoint reads it back. Other operand types go through ``_ad_fasti_<op>``,
-which may also return a tape entry (same-shape float arrays) or a pullback.
+which may also return a tape entry (same-shape float arrays) or a pullback;
+for mul and ``a ** n`` the adjoint hands those to ``ad._fast_adjoint``.
 """
 
 from __future__ import annotations
@@ -21,14 +22,7 @@ __all__ = ["inline_adjoint", "inline_op"]
 
 _INLINE_OPS = {"add": ast.Add, "sub": ast.Sub, "mul": ast.Mult, "truediv": ast.Div, "pow": ast.Pow}
 _Name, _Constant, _BinOp, _Compare = ast.Name, ast.Constant, ast.BinOp, ast.Compare
-_IS, _AND, _USUB, _MULT, _DIV, _POW = (
-    ast.Is(),
-    ast.And(),
-    ast.USub(),
-    ast.Mult(),
-    ast.Div(),
-    ast.Pow(),
-)
+_IS, _USUB, _MULT, _DIV, _POW = ast.Is(), ast.USub(), ast.Mult(), ast.Div(), ast.Pow()
 _OPS = {k: v() for k, v in _INLINE_OPS.items()}
 
 
@@ -41,11 +35,13 @@ def _key(a: ast.expr) -> object:
     return ast.dump(a)
 
 
-def _float_operand(a: ast.expr, line: int) -> ast.expr | None:
-    """The test that operand ``a`` is a Python float (None: statically a number)."""
-    if isinstance(a, ast.Constant):
-        return None
-    return at(_Compare(_call("type", a, line=line), [_IS], [_ln("_ad_float", line)]), line)
+def _float_test(op: str, operands: list[ast.expr], line: int) -> ast.expr:
+    """``type(a) is _ad_FP.op [is type(b)]``: the operands (one or two, none a
+    constant) are Python floats and the float path of ``op`` is valid (see
+    ``ad._fast_adjoint.FLOAT_PATHS``)."""
+    kind = at(ast.Attribute(_ln("_ad_FP", line), op, LOAD), line)
+    types = [_call("type", a, line=line) for a in operands]
+    return at(_Compare(types[0], [_IS] * len(types), [kind, *types[1:]]), line)
 
 
 def inline_op(value: ast.Call, target: ast.expr, line: int) -> tuple | None:
@@ -70,10 +66,9 @@ def inline_op(value: ast.Call, target: ast.expr, line: int) -> tuple | None:
         isinstance(args[1], ast.Constant) and type(args[1].value) is int and args[1].value >= 1
     ):
         return None
-    distinct = list({_key(a): a for a in args}.values())  # x * x tests x once
-    tests = [t for t in (_float_operand(a, line) for a in distinct) if t is not None]
-    flag = at(ast.Attribute(_ln("_ad_F", line), op, LOAD), line)
-    cond = at(ast.BoolOp(_AND, [flag, *tests]), line)
+    # x * x tests x once; a constant is statically a number
+    distinct = {_key(a): a for a in args if type(a) is not _Constant}
+    cond = _float_test(op, list(distinct.values()), line)
     if op == "neg":
         return (
             cond,
@@ -123,31 +118,16 @@ def _inline_gradient(op: str, i: int, seed: ast.expr, args: list[ast.expr], line
     return at(_BinOp(seed, _MULT, scaled), line)
 
 
-def _array_gradient(op: str, i: int, seed: ast.expr, args: list[ast.expr], line: int) -> ast.expr:
-    """The cotangent of operand ``i`` of an array mul or ``a ** n`` from a list tape,
-    as its last product: ``_ad_imul`` may write it into a dead buffer (same values)."""
-    if op == "mul":
-        return _call("_ad_imul", seed, _tape(i - 1, line), line=line)
-    n = args[1].value  # type: ignore[attr-defined]
-    if i == 2:
-        return _ln("_ad_NoTangent", line)
-    if n == 1:
-        return _inline_gradient(op, i, seed, args, line)
-    power = (
-        _tape(0, line) if n == 2 else at(_BinOp(_tape(0, line), _POW, _const(n - 1, line)), line)
-    )
-    scaled = at(_BinOp(_const(n, line), _MULT, power), line)
-    return _call("_ad_imul", seed, scaled, line=line)
-
-
 def inline_adjoint(
-    op: str, seed: ast.expr, used: set[int], call_stmt: ast.stmt, args: list[ast.expr], line: int
+    op: str, seed: ast.expr, used: set[int], call_stmt: ast.Assign, args: list[ast.expr], line: int
 ) -> tuple[ast.stmt, list[ast.Assign]]:
     """The adjoint of an inlinable op: partials from the tape, else the pullback;
     and the assignments in it that write a gradient slot ``_ad_g<i>`` from the tape.
 
-    For mul and ``a ** n``, a list tape (float arrays, see ``_fast``) gets its own
-    branch, whose last product may reuse a dead buffer."""
+    ``call_stmt`` is the general path, ``<slots> = _ad_p(seed)``. For mul and
+    ``a ** n`` it calls ``_ad_mul_adjoint``/``_ad_pow_adjoint`` instead (see
+    ``ad._fast_adjoint``), which also read a list tape (float arrays, see ``_fast``).
+    """
     order = sorted(used)
     body = [_assign(f"_ad_g{i}", _inline_gradient(op, i, seed, args, line), line) for i in order]
     if op in ("add", "sub", "neg"):
@@ -157,14 +137,12 @@ def inline_adjoint(
             _Compare(_call("type", _ln("_ad_p", line), line=line), [_IS], [_ln("_ad_tuple", line)]),
             line,
         )
-    orelse = [call_stmt]
-    writes = list(body)
-    if order and (op == "mul" or op == "pow"):
-        last = _assign(f"_ad_g{order[-1]}", _array_gradient(op, order[-1], seed, args, line), line)
-        writes.append(last)
-        list_test = at(
-            _Compare(_call("type", _ln("_ad_p", line), line=line), [_IS], [_ln("_ad_list", line)]),
-            line,
+    if order and op == "mul":
+        mask = sum(1 << (i - 1) for i in order)  # bit 1: ∂a, bit 2: ∂b
+        call_stmt.value = _call(
+            "_ad_mul_adjoint", _ln("_ad_p", line), seed, _const(mask, line), line=line
         )
-        orelse = [at(ast.If(list_test, [*body[:-1], last], orelse), line)]
-    return at(ast.If(test, body or [at(ast.Pass(), line)], orelse), line), writes
+    elif order and op == "pow":
+        n = args[1]
+        call_stmt.value = _call("_ad_pow_adjoint", _ln("_ad_p", line), seed, n, line=line)
+    return at(ast.If(test, body or [at(ast.Pass(), line)], [call_stmt]), line), body

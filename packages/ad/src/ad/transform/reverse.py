@@ -184,12 +184,15 @@ class _Gen:
         return f"_ad_{base}{self.counter}"
 
     def record(
-        self, var: str, depth: int, line: int, pullback: bool = False
+        self, var: str, depth: int, line: int, pullback: bool = False, signal: bool = True
     ) -> tuple[list[ast.stmt], list[ast.stmt]]:
         """Statements that keep ``var`` for the adjoint: (after its forward
         assignment, before its first backward use). A ``pullback`` entry, read
-        by an adjoint running once, is freed and handed the once signal
-        (see ``_if_once``); the adjoint reads it straight into ``_ad_p``."""
+        by an adjoint running once, is freed and, unless ``signal`` is false,
+        handed the once signal (see ``_if_once``); the adjoint reads it straight
+        into ``_ad_p``. ``signal`` is false for the entries of the operators'
+        fast paths (``_ad_fasti_*``): partials or rule pullbacks, never a
+        generated adjoint, the only kind of pullback that claims the signal."""
         if depth == 0:
             return [], []
         stack, cursor = f"{var}_s", f"{var}_i"
@@ -222,7 +225,7 @@ class _Gen:
         if self.pure:
             return [push], read
         once = [_assign(target, pop, line)]
-        if pullback:
+        if pullback and signal:
             once.append(_expect(target, line))
         return [push], [_if_once(once, read, line)]
 
@@ -507,7 +510,7 @@ class _Gen:
                     line,
                 )
             ]
-        push, pop = self.record(pb, depth, line, pullback=True)
+        push, pop = self.record(pb, depth, line, pullback=True, signal=inline is None)
         fwd += push
         # Backward: seed, skip when the output's cotangent is zero.
         if len(tnames) == 1 and isinstance(target, ast.Name):
@@ -555,7 +558,9 @@ class _Gen:
             pass
         elif depth == 0:  # the closure's cell: freed here when run once (see ``record``)
             self.dropped.append(pb)
-            drop = [_assign(pb, _const(None, line), line), _expect("_ad_p", line)]
+            drop: list[ast.stmt] = [_assign(pb, _const(None, line), line)]
+            if inline is None:  # a fast path's entry is never a generated adjoint
+                drop.append(_expect("_ad_p", line))
             inner.insert(1, _if_once(drop, [], line))
         else:  # popped into _ad_p already
             del inner[0]

@@ -51,6 +51,17 @@ def _assigned_in(stmts: list[ast.stmt]) -> set[str]:
     return out
 
 
+def _releases(stmts: list[ast.stmt], i: int, slot: str) -> bool:
+    """Whether ``stmts[i]`` is ``slot = None`` (the generator's own release, ``x * x``)."""
+    if i >= len(stmts):
+        return False
+    st = stmts[i]
+    if type(st) is not _Assign or type(st.value) is not ast.Constant or st.value.value is not None:  # type: ignore[attr-defined]
+        return False
+    t = st.targets  # type: ignore[attr-defined]
+    return len(t) == 1 and type(t[0]) is _Name and t[0].id == slot
+
+
 def with_zero_test(st: ast.Assign) -> ast.Assign:
     """``X = V`` made ``X = V if X is _ad_Z else _ad_acc(X, V)`` (in place)."""
     line = st.lineno
@@ -79,7 +90,7 @@ def simplify_adjoint(
     """
     zero = set(zero)
     out: list[ast.stmt] = []
-    for st in stmts:
+    for i, st in enumerate(stmts):
         kind = type(st)
         if kind is _Assign:
             targets = st.targets  # type: ignore[attr-defined]
@@ -89,7 +100,12 @@ def simplify_adjoint(
                 if name not in zero:
                     out.append(with_zero_test(st))  # type: ignore[arg-type]
                     value = st.value.body  # type: ignore[attr-defined]
-                    if release and type(value) is _Name and value.id.startswith("_ad_g"):
+                    if (
+                        release
+                        and type(value) is _Name
+                        and value.id.startswith("_ad_g")
+                        and not _releases(stmts, i + 1, value.id)
+                    ):
                         out.append(_assign(value.id, _const(None, st.lineno), st.lineno))
                     continue
                 zero.discard(name)
