@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -37,3 +39,18 @@ def fd_hessian(f: Any, x: Any, h: float = 1e-5) -> np.ndarray:
         gm = np.asarray(ad.gradient(f, x - e)[0], dtype=float).reshape(-1)
         cols.append((gp - gm) / (2 * h))
     return np.stack(cols, axis=1)
+
+
+@contextlib.contextmanager
+def rules_path() -> Iterator[None]:
+    """Dispatch without the lean paths of ``ad._fast``: each call runs its rule."""
+    import ad._runtime as runtime
+
+    saved = runtime._lean_rule
+    runtime._lean_rule = lambda *args: None
+    runtime.clear_dispatch_cache()
+    try:
+        yield
+    finally:
+        runtime._lean_rule = saved
+        runtime.clear_dispatch_cache()

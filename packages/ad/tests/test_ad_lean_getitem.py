@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 import pytest
-from ad_testing import same_bits
+from ad_testing import rules_path, same_bits
 
 import ad
 from ad._runtime import _RULE_CACHE, rcall
@@ -118,16 +118,8 @@ def _slices_2d(A):
 
 
 def _rules_path(f, *args):
-    import ad._runtime as runtime
-
-    saved = runtime._lean_rule
-    runtime._lean_rule = lambda *a: None
-    _RULE_CACHE.clear()
-    try:
+    with rules_path():
         return ad.gradient(f, *args)
-    finally:
-        runtime._lean_rule = saved
-        _RULE_CACHE.clear()
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import operator
 
 import numpy as np
 import pytest
-from ad_testing import same_bits
+from ad_testing import rules_path, same_bits
 
 import ad
 from ad import _fast
@@ -172,16 +172,8 @@ def test_gradients_match_the_rules_path_bit_for_bit():
     rng = np.random.default_rng(5)
     W, b, X = rng.normal(size=(4, 4)), rng.normal(size=4), rng.normal(size=(3, 4))
     lean = ad.gradient(lambda W, b: _mlp(W, b, X), W, b)
-    import ad._runtime as runtime
-
-    saved = runtime._lean_rule
-    runtime._lean_rule = lambda *args: None
-    _RULE_CACHE.clear()
-    try:
+    with rules_path():
         general = ad.gradient(lambda W, b: _mlp(W, b, X), W, b)
-    finally:
-        runtime._lean_rule = saved
-        _RULE_CACHE.clear()
     same_bits(tuple(lean), tuple(general))
 
 

@@ -122,20 +122,26 @@ def rcall(f: Any, *args: Any) -> tuple[Any, Callable]:
             out = _scalar_call(f, partials, args)
             if out is not None:
                 return out
+    n = len(args)
+    if n == 2:
+        key: tuple = (f, type(args[0]), type(args[1]))
+    elif n == 1:
+        key = (f, type(args[0]))
+    else:
+        key = (f, *map(type, args))
+    try:
+        impl = _DIRECT.get(key)
+    except TypeError:  # an unhashable callable object
+        impl = None
+    if impl is not None:
+        return impl(*args)  # a rule (or its lean form) whose results need no checks
     if tf in _STATIC_CALLABLES or (tf is _BuiltinType and type(f.__self__) is _ModuleType):
         # Module-level functions, ufuncs, classes, method descriptors: a fixed set,
         # so their dispatch is cached here by (f, argument types).
-        n = len(args)
-        if n == 2:
-            key: tuple = (f, type(args[0]), type(args[1]))
-        elif n == 1:
-            key = (f, type(args[0]))
-        else:
-            key = (f, *map(type, args))
         try:
             hit = _RULE_CACHE[key]
         except KeyError:
-            hit = _resolve_rule(f, args)
+            hit = _resolve_rule(f, args, key)
         if hit is not None:
             impl, rule = hit
             if rule is None:
@@ -167,8 +173,9 @@ def rcall_masked(mask: int, f: Any, *args: Any) -> tuple[Any, Callable]:
     return rcall(f, *args)
 
 
-def _resolve_rule(f: Any, args: tuple) -> Any:
-    """Look up and cache ``(callable, rule-or-None-if-trusted)`` for this call's types."""
+def _resolve_rule(f: Any, args: tuple, key: tuple) -> Any:
+    """Look up and cache ``(callable, rule-or-None-if-trusted)`` for this call's types
+    (``key``: ``f`` and the types); a trusted one also goes to ``_DIRECT``."""
     rule = _lookup(f, tuple(map(type, args)), _ADConfigType) if f in _RULES else None
     if rule is None:
         hit = None
@@ -180,7 +187,8 @@ def _resolve_rule(f: Any, args: tuple) -> Any:
             lean = _lean_rule(f, tuple(map(type, args)), rule)
             if lean is not None:
                 hit = (lean, None)
-    _RULE_CACHE[(f, *map(type, args))] = hit
+            _DIRECT[key] = hit[0]
+    _RULE_CACHE[key] = hit
     return hit
 
 
@@ -193,8 +201,20 @@ def _static_callable_types() -> frozenset:
 
 
 _RULE_CACHE: dict[tuple, Any] = {}
+#: ``(f, *types)`` -> the callable computing ``(y, pullback)``, for the static
+#: callables whose rule is trusted: ``rcall`` looks here first.
+_DIRECT: dict[tuple, Callable] = {}
 _STATIC_CALLABLES = _static_callable_types()
-rrule.table.listeners.append(_RULE_CACHE.clear)
+
+
+def clear_dispatch_cache() -> None:
+    """Forget every cached dispatch (each registration does it; tests that swap
+    ``_lean_rule`` do too)."""
+    _RULE_CACHE.clear()
+    _DIRECT.clear()
+
+
+rrule.table.listeners.append(clear_dispatch_cache)
 
 
 def _scalar_call(f: Any, partials: Callable, args: tuple) -> Any:
