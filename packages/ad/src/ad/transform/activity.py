@@ -112,27 +112,8 @@ def param_names(fn: ast.FunctionDef) -> list[str]:
 
 
 def loaded_names(node: ast.AST) -> set[str]:
-    """Every name read anywhere inside ``node`` (nested functions included).
-
-    An explicit stack over ``_fields``: this runs for every statement of every
-    transformed function, and ``ast.walk`` is several times slower.
-    """
-    out: set[str] = set()
-    stack = [node]
-    pop, push, extend = stack.pop, stack.append, stack.extend
-    while stack:
-        n = pop()
-        if type(n) is _Name:
-            if type(n.ctx) is _Load:
-                out.add(n.id)
-            continue
-        for field in n._fields:
-            v = getattr(n, field, None)
-            if type(v) is list:
-                extend([x for x in v if isinstance(x, _AST)])
-            elif isinstance(v, _AST):
-                push(v)
-    return out
+    """Every name read anywhere inside ``node`` (nested functions included)."""
+    return read_and_stored(node)[0]
 
 
 def all_nodes(node: ast.AST) -> list[ast.AST]:
@@ -156,7 +137,12 @@ def all_nodes(node: ast.AST) -> list[ast.AST]:
 
 
 def read_and_stored(node: ast.AST) -> tuple[set[str], set[str]]:
-    """``(set(loaded_names(node)), set(stored_names(node)))`` in one walk."""
+    """The names read and the names written anywhere inside ``node`` (nested
+    functions included), in one walk.
+
+    An explicit stack over ``_fields``: this runs for every statement of every
+    transformed function, and ``ast.walk`` is several times slower.
+    """
     read: set[str] = set()
     stored: set[str] = set()
     stack = [node]
