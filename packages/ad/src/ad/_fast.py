@@ -310,31 +310,37 @@ def fasti_add_into(a: Any, b: Any, k: int) -> Any:
     (the same shape, or the matrix of a matrix plus a bias row) and nothing but
     the caller's variable holds it, as numpy reuses a temporary in ``x @ W + b``;
     the pullback reads neither operand. Same values as ``fasti_add``."""
-    if _broadcast_float_arrays(a, b) and operator.add in FLAGS.arrays:
-        pb = None if a.shape == b.shape else _broadcast_pullback(a, b, 1.0)
-        if _writable_result(a if k == 1 else b, pb):
-            return _add(a, b, out=a if k == 1 else b), pb
-    return fasti_add(a, b)
+    out = _arrays_into(a, b, k, operator.add, _add, 1.0)
+    return fasti_add(a, b) if out is None else out
 
 
 def fasti_sub_into(a: Any, b: Any, k: int) -> Any:
     """``fasti_sub`` with a dying operand ``k``, as ``fasti_add_into``."""
-    if _broadcast_float_arrays(a, b) and operator.sub in FLAGS.arrays:
-        pb = None if a.shape == b.shape else _broadcast_pullback(a, b, -1.0)
-        if _writable_result(a if k == 1 else b, pb):
-            return _subtract(a, b, out=a if k == 1 else b), pb
-    return fasti_sub(a, b)
+    out = _arrays_into(a, b, k, operator.sub, _subtract, -1.0)
+    return fasti_sub(a, b) if out is None else out
 
 
-def _writable_result(o: Any, pb: Any) -> bool:
-    """Whether ``a ± b`` may be written into operand ``o``: it has the output's shape
-    (both shapes equal, or ``o`` is the matrix of a bias add, which ``pb`` records),
-    owns writable memory, and is held only by the generated code's dying variable.
-    References: that variable, the helper's parameter, this parameter, getrefcount's
-    argument."""
-    if pb is not None and pb[2] != o.shape:  # pb[2]: the bias add's output shape
-        return False
-    return _sys_getrefcount(o) <= 4 and o.base is None and o.flags.writeable
+def _arrays_into(a: Any, b: Any, k: int, op: Any, ufunc: Any, sign: float) -> Any:
+    """``(a ± b, pullback)`` for float arrays of one dtype (None otherwise), written
+    into operand ``k`` when it has the output's shape, owns writable memory and is
+    held only by the generated code's dying variable. References to it then: that
+    variable, the ``*_into`` helper's parameter, this one, getrefcount's argument."""
+    if type(a) is not _ndarray or type(b) is not _ndarray or op not in FLAGS.arrays:
+        return None
+    dtype = a.dtype
+    if dtype != b.dtype or dtype.kind != "f":
+        return None
+    if a.shape == b.shape:
+        pb, shape = None, a.shape
+    else:
+        pb = _broadcast_pullback(a, b, sign)
+        shape = pb[2]  # the output's shape for a bias add, else None
+    if k == 1:
+        if a.shape == shape and _sys_getrefcount(a) <= 4 and a.base is None and a.flags.writeable:
+            return ufunc(a, b, out=a), pb
+    elif b.shape == shape and _sys_getrefcount(b) <= 4 and b.base is None and b.flags.writeable:
+        return ufunc(a, b, out=b), pb
+    return ufunc(a, b), pb
 
 
 _add, _subtract = np.add, np.subtract
