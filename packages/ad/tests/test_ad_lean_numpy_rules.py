@@ -451,3 +451,18 @@ def test_a_dying_matrix_gets_a_new_array_for_its_bias_add(op):
     assert id(y) != M_id
     same_bits(y, want_y)
     same_bits(pb(s), want_pb(s))
+
+
+@pytest.mark.parametrize("shapes", [((4, 3), (3, 2)), ((4, 3), (3,)), ((3,), (3, 2)), ((3,), (3,))])
+def test_small_products_are_eager_and_large_ones_lazy(shapes):
+    rng = np.random.default_rng(11)
+    a, b = (rng.normal(size=s) for s in shapes)
+    y, pb = _lean(operator.matmul, a, b)
+    s = rng.normal(size=np.shape(y))
+    got = pb(s)
+    assert all(type(c) is np.ndarray for c in got[1:])  # small: computed at once
+    same_bits(got, rrule(operator.matmul, a, b)[1](s))
+    n = _fast.EAGER_MATMUL_ENTRIES
+    big_a, big_b = np.ones((n, 2)), np.ones((2, 3))
+    y, pb = _lean(operator.matmul, big_a, big_b)
+    assert all(isinstance(c, Thunk) for c in pb(np.ones(y.shape))[1:])

@@ -60,8 +60,10 @@ def matmul_fast_case(a: Any, b: Any) -> bool:
     )
 
 
-def matmul_fast_cotangents(a: Any, b: Any, ȳ: Any) -> tuple:
-    """``(NoTangent, ā, b̄)`` of ``a @ b`` (a ``matmul_fast_case``), the two as thunks."""
+def matmul_fast_cotangents(a: Any, b: Any, ȳ: Any, eager: bool = False) -> tuple:
+    """``(NoTangent, ā, b̄)`` of ``a @ b`` (a ``matmul_fast_case``), the two as thunks,
+    or computed now if ``eager`` (for small operands, where a thunk costs more than
+    the product it may save)."""
     ȳ = unthunk(ȳ)
     if isinstance(ȳ, AbstractZero):
         return (_NO, ȳ, ȳ)
@@ -70,10 +72,18 @@ def matmul_fast_cotangents(a: Any, b: Any, ȳ: Any) -> tuple:
         ȳ = np.asarray(np.real(ȳ), dtype=dtype)
     if a.ndim == 2:
         if b.ndim == 2:
+            if eager:
+                return (_NO, ȳ @ b.T, a.T @ ȳ)
             return (_NO, Thunk(lambda: ȳ @ b.T), Thunk(lambda: a.T @ ȳ))
+        if eager:
+            return (_NO, np.outer(ȳ, b), a.T @ ȳ)
         return (_NO, Thunk(lambda: np.outer(ȳ, b)), Thunk(lambda: a.T @ ȳ))
     if b.ndim == 2:
+        if eager:
+            return (_NO, b @ ȳ, np.outer(a, ȳ))
         return (_NO, Thunk(lambda: b @ ȳ), Thunk(lambda: np.outer(a, ȳ)))
+    if eager:
+        return (_NO, ȳ * b, ȳ * a)
     return (_NO, Thunk(lambda: ȳ * b), Thunk(lambda: ȳ * a))  # vector · vector
 
 
