@@ -328,7 +328,14 @@ def _same_shape_into(a: Any, b: Any, k: int, op: Any, ufunc: Any) -> Any:
     other operands), written into operand ``k`` when it owns writable memory and is
     held only by the generated code's dying variable. References to it then: that
     variable, the ``*_into`` helper's parameter, this one, getrefcount's argument."""
-    if not _same_float_arrays(a, b) or op not in FLAGS.arrays:
+    if (
+        type(a) is not _ndarray
+        or type(b) is not _ndarray
+        or a.shape != b.shape  # a bias add, most often: fasti_add's broadcasting path
+        or a.dtype is not b.dtype
+        or a.dtype.kind != "f"
+        or op not in FLAGS.arrays
+    ):
         return None
     if k == 1:
         if _sys_getrefcount(a) <= 4 and a.base is None and a.flags.writeable:

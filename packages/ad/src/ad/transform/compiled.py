@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .activity import param_names
@@ -53,14 +53,13 @@ class Compiled:
     spec: Signature
     source: str = ""
     last: tuple[Any, Any] = (None, None)
+    #: ``spec.simple`` and the number of positional parameters, read on every call
+    simple: bool = field(init=False)
+    n_positional: int = field(init=False)
 
-    @property
-    def simple(self) -> bool:
-        return self.spec.simple
-
-    @property
-    def n_positional(self) -> int:
-        return len(self.spec.positional)
+    def __post_init__(self) -> None:
+        self.simple = self.spec.simple
+        self.n_positional = len(self.spec.positional)
 
     def instantiate(self, f: types.FunctionType) -> types.FunctionType:
         """The generated function bound to ``f``'s globals, defaults and closure."""
