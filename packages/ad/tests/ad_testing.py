@@ -54,3 +54,15 @@ def rules_path() -> Iterator[None]:
     finally:
         runtime._lean_rule = saved
         runtime.clear_dispatch_cache()
+
+
+def general_gradient(f: Any, *args: Any) -> Any:
+    """``ad.gradient`` with the operators' array fast paths off (the rules' path)."""
+    from ad import _fast
+
+    saved = _fast.FLAGS.arrays, _fast.FLAGS.scalar_arrays
+    _fast.FLAGS.arrays = _fast.FLAGS.scalar_arrays = frozenset()
+    try:
+        return ad.gradient(f, *args)
+    finally:
+        _fast.FLAGS.arrays, _fast.FLAGS.scalar_arrays = saved
