@@ -219,7 +219,7 @@ _BINARY = (operator.add, operator.sub, operator.mul, operator.truediv, operator.
 # that adjoint expects — None for add/sub/neg, (b, a) for mul, (a, b) for truediv,
 # (a,) for a ** n. They do so for two float arrays of one shape and dtype, where the
 # partials are exactly the scalar ones applied elementwise; for mul and pow the entry
-# is then a list ([b, a], [a]), which the adjoint's array branch reads (see imul).
+# is then a list ([b, a], [a]), which the adjoint's array branch reads (``_fast_adjoint``).
 _ndarray = np.ndarray
 _zeros = np.zeros
 
@@ -350,7 +350,7 @@ _add, _subtract = np.add, np.subtract
 
 def fasti_mul(a: Any, b: Any) -> Any:
     if _same_float_arrays(a, b) and operator.mul in FLAGS.arrays:
-        return a * b, [b, a]  # a list: the adjoint's array branch (see imul)
+        return a * b, [b, a]  # a list: the adjoint's array branch (_fast_adjoint.mul_adjoint)
     side = _scalar_and_array(a, b, operator.mul)
     if side:
         return a * b, _scalar_array_pullback(operator.mul, a, b, side, None)
