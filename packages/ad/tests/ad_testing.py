@@ -7,8 +7,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import pytest
 
 import ad
+from rules._util import REFCOUNTS_CALIBRATED
 from rulescore import unthunk
 
 
@@ -66,3 +68,19 @@ def general_gradient(f: Any, *args: Any) -> Any:
         return ad.gradient(f, *args)
     finally:
         _fast.FLAGS.arrays, _fast.FLAGS.scalar_arrays = saved
+
+
+#: For tests that an in-place path fires: reference counts are trusted only on the
+#: CPython versions they were calibrated on (``rules._util.REFCOUNTS_CALIBRATED``);
+#: elsewhere the paths are off and the values are the same.
+in_place = pytest.mark.skipif(
+    not REFCOUNTS_CALIBRATED, reason="in-place paths are calibrated on CPython 3.11-3.13"
+)
+
+
+def plain_targets(src: str) -> str:
+    """Generated source with tuple targets unparenthesized, as ``ast.unparse``
+    writes them from Python 3.11 on (3.10 writes ``(a, b) = ...``)."""
+    import re
+
+    return re.sub(r"\(((?:\w+, )+\w+)\) = ", r"\1 = ", src)

@@ -10,6 +10,7 @@ import operator
 
 import numpy as np
 import pytest
+from ad_testing import in_place
 
 import ad
 from ad import _fast
@@ -135,6 +136,7 @@ def test_acc_never_mutates_a_shared_thunk_value():
     np.testing.assert_array_equal(unthunk(keep[0]), 1.0)
 
 
+@in_place
 def test_acc_adds_an_inplaceable_thunk_into_an_unshared_thunk_value():
     calls = []
 

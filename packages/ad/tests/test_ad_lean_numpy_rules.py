@@ -13,7 +13,7 @@ import operator
 
 import numpy as np
 import pytest
-from ad_testing import general_gradient, rules_path, same_bits
+from ad_testing import general_gradient, in_place, rules_path, same_bits
 
 import ad
 from ad import _fast
@@ -384,6 +384,7 @@ def test_a_dying_temporary_receives_an_add_or_sub():
     np.testing.assert_allclose(gx, 2 * y, rtol=1e-14)
 
 
+@in_place
 def test_add_into_writes_into_an_operand_only_the_caller_holds():
     a, b = np.arange(4.0), np.ones(4)
     y, pb = _fast.fasti_add_into(a, b, 1)  # only this frame's `a` holds it
@@ -399,6 +400,7 @@ def test_add_into_writes_into_an_operand_only_the_caller_holds():
     assert _fast.fasti_add_into(v, np.ones(3), 1)[0] is not v
 
 
+@in_place
 @pytest.mark.parametrize("f", [np.exp, np.tanh])
 def test_a_single_use_output_only_pullback_reuses_the_output(f):
     """Called once (``ONCE.expect`` is the pullback) while only its tuple holds the

@@ -4,10 +4,10 @@ arguments, closures' captured variables)."""
 
 from __future__ import annotations
 
-import sys
 import types
 from typing import Any
 
+from rules._util import getrefcount as _getrefcount  # sys.getrefcount where calibrated
 from rulescore import (
     AbstractZero,
     InplaceableThunk,
@@ -20,7 +20,6 @@ from .errors import CotangentShapeError
 
 _Z = ZeroTangent()
 _float = float
-_getrefcount = sys.getrefcount
 _InplaceableThunk = InplaceableThunk
 try:
     import numpy as _numpy

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import operator
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +26,7 @@ import numpy as np
 
 from rules import _numpy_elementwise as _ew
 from rules._numpy_products import matmul_fast_cotangents as _matmul_fast_cotangents
+from rules._util import getrefcount as _sys_getrefcount  # sys.getrefcount where calibrated
 from rules._util import unbroadcast
 from rulescore import AbstractZero, InplaceableThunk, NoTangent, Thunk, ZeroTangent, rrule, unthunk
 
@@ -37,7 +37,6 @@ __all__ = ["FAST_HELPERS", "FLAGS", "FLOAT_PATHS", "lean_rule", "scalar_partials
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
-_sys_getrefcount = sys.getrefcount
 _float = float
 _int = int
 _table = rrule.table

@@ -21,17 +21,17 @@ values are those of ``s * f`` either way.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import numpy as np
+
+from rules._util import getrefcount as _getrefcount  # sys.getrefcount where calibrated
 
 __all__ = ["mul_adjoint", "pow_adjoint"]
 
 _list = list
 _ndarray = np.ndarray
 _multiply = np.multiply
-_getrefcount = sys.getrefcount
 
 
 def mul_adjoint(p: Any, s: Any, used: int) -> tuple:

@@ -65,7 +65,6 @@ _RULES = rrule.table._rules  # function -> rules; membership test is the cheap "
 _lookup = rrule.table.lookup
 _ADConfigType = ADConfig
 _float = float
-_getrefcount = sys.getrefcount
 _InplaceableThunk = InplaceableThunk
 try:
     import numpy as _numpy

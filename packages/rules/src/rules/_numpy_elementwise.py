@@ -26,7 +26,6 @@ with the operator rules, the binary ones here in :mod:`rules._numpy_binary`.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +33,7 @@ import numpy as np
 
 from rulescore import NoTangent, ZeroTangent, frule, rrule, unthunk
 
+from ._util import getrefcount as _getrefcount  # sys.getrefcount where calibrated
 from ._util import is_zero, project
 
 __all__ = ["conj_if_complex", "no_ufunc_kwargs"]
@@ -164,7 +164,6 @@ def _times(ȳ: Any, p: Any) -> Any:
 
 _ndarray = np.ndarray
 _multiply = np.multiply
-_getrefcount = sys.getrefcount
 
 
 class _Like:

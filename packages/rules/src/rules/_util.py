@@ -2,15 +2,37 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
 
 from rulescore import AbstractZero, ProjectTo, unthunk
 
-__all__ = ["is_zero", "project", "unbroadcast"]
+__all__ = ["REFCOUNTS_CALIBRATED", "getrefcount", "is_zero", "project", "unbroadcast"]
 
 _ndarray = np.ndarray
+
+#: Whether reference counts tell the in-place fast paths (here and in ``ad``) that
+#: an array has no holder but the one they were calibrated for: CPython 3.11 to
+#: 3.13, whose counts they were measured on. On 3.10 a call's arguments stay on
+#: the caller's stack as well (the counts are higher, and the paths would never
+#: fire); later versions may pass borrowed references, so a count could be lower
+#: than the holders it stands for, which would make writing in place unsafe.
+#: Elsewhere ``getrefcount`` reads every object as shared: the same values, one
+#: allocation more per product.
+_CALIBRATED_ON = ((3, 11), (3, 12), (3, 13))
+REFCOUNTS_CALIBRATED = (
+    sys.implementation.name == "cpython" and sys.version_info[:2] in _CALIBRATED_ON
+)
+
+
+def _shared(obj: Any) -> int:
+    """A reference count too high for any in-place path to take ``obj``."""
+    return 1 << 30
+
+
+getrefcount = sys.getrefcount if REFCOUNTS_CALIBRATED else _shared
 
 
 def is_zero(x: Any) -> bool:
