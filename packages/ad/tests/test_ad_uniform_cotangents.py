@@ -105,5 +105,48 @@ def test_a_rule_that_writes_into_its_cotangent_fails_loudly():
     def f(x):
         return np.sum(scaled(x))
 
-    with pytest.raises(ValueError, match="read-only"):
+    with pytest.raises(ValueError, match="read-only") as info:
         ad.gradient(f, np.ones(N))
+    e = info.value
+    assert isinstance(e, ad.CotangentWriteError) and isinstance(e, ad.MutationError)
+    msg = str(e)
+    assert "scaled_pullback" in msg and "To fix: compute a new array" in msg
+    assert f"{__file__}:{scaled_pullback_line()}" in msg  # the writing line
+    assert __file__ in msg.split("wrote")[0]  # and the call site
+
+
+def scaled_pullback_line():
+    import inspect
+
+    src, first = inspect.getsourcelines(test_a_rule_that_writes_into_its_cotangent_fails_loudly)
+    return first + next(i for i, ln in enumerate(src) if "ȳ *= 2.0" in ln)
+
+
+def _doubled_in_place(x):
+    return x * 2.0
+
+
+@rrule.register(_doubled_in_place)
+def _(x: np.ndarray):
+    def doubled_pullback(ȳ):
+        ȳ[0] = 0.0  # an item assignment: numpy's "assignment destination is read-only"
+        return NoTangent(), ȳ
+
+    return _doubled_in_place(x), doubled_pullback
+
+
+def _inner(x):
+    return np.sum(_doubled_in_place(x))
+
+
+def _outer(x):
+    return 3.0 * _inner(x)
+
+
+def test_a_write_under_nested_adjoints_is_reported_once_at_the_innermost_call():
+    with pytest.raises(ad.CotangentWriteError) as info:
+        ad.gradient(_outer, np.ones(N))
+    msg = str(info.value)
+    assert msg.count("wrote into") == 1 and "doubled_pullback" in msg
+    inner_line = _inner.__code__.co_firstlineno + 1
+    assert f"called at {__file__}:{inner_line}" in msg

@@ -39,6 +39,7 @@ from ._utilities import (
 from .errors import (
     ADError,
     CotangentShapeError,
+    CotangentWriteError,
     MutationError,
     NonScalarOutputError,
     NoRuleError,
@@ -54,6 +55,7 @@ __all__ = [
     "ADConfig",
     "ADError",
     "CotangentShapeError",
+    "CotangentWriteError",
     "MutationError",
     "NoRuleError",
     "NoSourceError",

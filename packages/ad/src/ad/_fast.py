@@ -394,46 +394,35 @@ def _scalar_array_pullback(op: Any, a: Any, b: Any, side: int, y: Any) -> Any:
     def scalar_array_pullback(ȳ: Any) -> tuple:
         if type(ȳ) is not _ndarray or ȳ.shape != shape or ȳ.dtype != dtype:
             return _rcall(op, a, b)[1](ȳ)  # thunks, zeros, other dtypes: the rule
-        if not ȳ.flags.writeable and is_uniform(ȳ):
-            return _uniform_scalar_array_pullback(op, a, b, side, y, ȳ)
+        # A uniform ȳ (a whole-array sum's) keeps the array's cotangent uniform.
+        v = ȳ.flat[0] if not ȳ.flags.writeable and is_uniform(ȳ) else None
         if op is operator.mul:
             if side == 1:
-                return (_NO, Thunk(lambda: unbroadcast(a, ȳ * b)), ȳ * a)
-            return (_NO, ȳ * b, Thunk(lambda: unbroadcast(b, ȳ * a)))
+                return (_NO, Thunk(lambda: unbroadcast(a, ȳ * b)), _scaled(ȳ, v, a))
+            return (_NO, _scaled(ȳ, v, b), Thunk(lambda: unbroadcast(b, ȳ * a)))
         if op is operator.add:
             if side == 1:
                 return (_NO, Thunk(lambda: unbroadcast(a, ȳ)), ȳ)
             return (_NO, ȳ, Thunk(lambda: unbroadcast(b, ȳ)))
         if op is operator.sub:
             if side == 1:
-                return (_NO, Thunk(lambda: unbroadcast(a, ȳ)), -ȳ)
+                return (_NO, Thunk(lambda: unbroadcast(a, ȳ)), _negated(ȳ, v))
             return (_NO, ȳ, Thunk(lambda: unbroadcast(b, -ȳ)))
         # array / number: ∂x = 1 / y, ∂y = -Ω / y (the rule's partials)
-        return (_NO, ȳ * (1 / b), Thunk(lambda: unbroadcast(b, ȳ * (-y / b))))
+        return (_NO, _scaled(ȳ, v, 1 / b), Thunk(lambda: unbroadcast(b, ȳ * (-y / b))))
 
     return scalar_array_pullback
 
 
-def _uniform_scalar_array_pullback(op: Any, a: Any, b: Any, side: int, y: Any, ȳ: Any) -> tuple:
-    """``scalar_array_pullback`` for a ``uniform`` ȳ (all entries ``v``): the array's
-    cotangent is uniform too, one multiply instead of one per entry (the same
-    values, entry by entry); the number's is the same thunk."""
-    v = ȳ.base if type(ȳ.base) is _f64_scalar else ȳ.flat[0]
-    shape = ȳ.shape
-    if op is operator.mul:
-        s = b if side == 2 else a
-        ct = uniform(v * s, shape)
-        n_ct = Thunk(lambda: unbroadcast(s, ȳ * (a if side == 2 else b)))
-    elif op is operator.add:
-        ct, n_ct = ȳ, Thunk(lambda: unbroadcast(b if side == 2 else a, ȳ))
-    elif op is operator.sub:
-        if side == 1:
-            ct, n_ct = uniform(-v, shape), Thunk(lambda: unbroadcast(a, ȳ))
-        else:
-            ct, n_ct = ȳ, Thunk(lambda: unbroadcast(b, -ȳ))
-    else:  # array / number
-        ct, n_ct = uniform(v * (1 / b), shape), Thunk(lambda: unbroadcast(b, ȳ * (-y / b)))
-    return (_NO, n_ct, ct) if side == 1 else (_NO, ct, n_ct)
+def _scaled(ȳ: Any, v: Any, c: Any) -> Any:
+    """``ȳ * c``; for a ``uniform`` ȳ of value ``v``, the uniform ``v * c`` (the same
+    value in every entry, one multiply)."""
+    return ȳ * c if v is None else uniform(v * c, ȳ.shape)
+
+
+def _negated(ȳ: Any, v: Any) -> Any:
+    """``-ȳ``, kept uniform as ``_scaled``."""
+    return -ȳ if v is None else uniform(-v, ȳ.shape)
 
 
 def fasti_pow(a: Any, n: Any) -> Any:
@@ -582,18 +571,7 @@ def _lean_unary(f: Any, impl: Callable) -> Callable | None:
     deriv = _ew.HOLOMORPHIC.get(f)
     if deriv is None:
         return None
-
-    if f in _ew.OUTPUT_ONLY:
-
-        def lean_output_only(x: Any) -> Any:
-            if x.dtype is not _f64:
-                return impl(x)
-            Ω = f(x)
-            if type(Ω) is not _ndarray or Ω.dtype is not _f64:
-                return impl(x)
-            return Ω, _OutputOnlyPullback((deriv, Ω, f))
-
-        return lean_output_only
+    output_only = f in _ew.OUTPUT_ONLY
 
     def lean_unary(x: Any) -> Any:
         if x.dtype is not _f64:
@@ -601,6 +579,8 @@ def _lean_unary(f: Any, impl: Callable) -> Callable | None:
         Ω = f(x)
         if type(Ω) is not _ndarray or Ω.dtype is not _f64:
             return impl(x)
+        if output_only:
+            return Ω, _OutputOnlyPullback((deriv, Ω, f))
         return Ω, _UnaryPullback((deriv, impl, x, Ω.shape))
 
     return lean_unary

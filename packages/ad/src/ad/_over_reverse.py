@@ -306,22 +306,24 @@ def _(config: Any, names: tuple, cts: tuple) -> Any:
 
 @rrule.register(_accumulate.field_ct, config=ADConfig)
 def _(config: Any, t: Any, name: str) -> Any:
-    def field_ct_pullback(ȳ: Any) -> tuple:
-        if _is_zero(unthunk(ȳ)):
-            return (_NO, _Z, _NO)
-        return (_NO, Tangent[types.FunctionType]._from_backing({name: ȳ}), _NO)
-
-    return _accumulate.field_ct(t, name), field_ct_pullback
+    return _accumulate.field_ct(t, name), _entry_pullback(types.FunctionType, name)
 
 
 @rrule.register(_accumulate.kw_ct, config=ADConfig)
 def _(config: Any, kw: Any, name: str) -> Any:
-    def kw_ct_pullback(ȳ: Any) -> tuple:
+    return _accumulate.kw_ct(kw, name), _entry_pullback(dict, name)
+
+
+def _entry_pullback(primal_type: type, name: str) -> Callable:
+    """The pullback of reading entry ``name`` of a ``Tangent[primal_type]`` (a closure's
+    captured variable, a keyword argument): ȳ goes back as that one entry."""
+
+    def entry_pullback(ȳ: Any) -> tuple:
         if _is_zero(unthunk(ȳ)):
             return (_NO, _Z, _NO)
-        return (_NO, Tangent[dict]._from_backing({name: ȳ}), _NO)
+        return (_NO, Tangent[primal_type]._from_backing({name: ȳ}), _NO)
 
-    return _accumulate.kw_ct(kw, name), kw_ct_pullback
+    return entry_pullback
 
 
 # --- thunks and projectors inside pullbacks ------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import CotangentShapeError, MutationError
+from .errors import ADError, CotangentShapeError, CotangentWriteError, MutationError
 
 _ndarray = np.ndarray
 
@@ -53,10 +53,14 @@ def unpack_error(e: ValueError) -> BaseException:
 
     Any other ValueError is returned unchanged, to be re-raised.
     """
+    if isinstance(e, ADError):
+        return e  # made clear already, by an inner adjoint
+    msg = str(e)
+    if "read-only" in msg:
+        return _write_error(e, msg)
     tb = e.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
-    msg = str(e)
     if tb is None or tb.tb_frame.f_code.co_name != "_ad_back" or "values to unpack" not in msg:
         return e
     frame = tb.tb_frame
@@ -69,4 +73,26 @@ def unpack_error(e: ValueError) -> BaseException:
         "To fix: make the rule's pullback return (∂f, ∂arg1, ..., ∂argN)."
     )
     err.__suppress_context__ = True
+    return err
+
+
+def _write_error(e: ValueError, msg: str) -> BaseException:
+    """numpy's "... is read-only", raised under a pullback that ``_ad_back`` called:
+    the pullback wrote into its cotangent. Anything else is returned unchanged."""
+    tb = e.__traceback__
+    if tb is None or tb.tb_frame.f_code.co_name != "_ad_back" or tb.tb_next is None:
+        return e
+    back, call_line = tb.tb_frame, tb.tb_lineno
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    writer = getattr(code, "co_qualname", code.co_name)
+    err = CotangentWriteError(
+        f"the pullback called at {back.f_code.co_filename}:{call_line} wrote into the "
+        f"cotangent it received, in {writer} at {code.co_filename}:{tb.tb_lineno} ({msg}): "
+        "a cotangent may be read-only (a whole-array sum's is one number for every entry) "
+        "or shared with another input.\n"
+        "To fix: compute a new array in the pullback (ȳ = ȳ * 2, not ȳ *= 2)."
+    )
+    err.__cause__ = e
     return err

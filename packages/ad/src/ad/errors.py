@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "ADError",
     "CotangentShapeError",
+    "CotangentWriteError",
     "MutationError",
     "NoRuleError",
     "NoSourceError",
@@ -50,6 +51,11 @@ class CotangentShapeError(ADError, ValueError):
 
 class MutationError(ADError, RuntimeError):
     """In-place mutation that would corrupt values the backward pass needs."""
+
+
+class CotangentWriteError(MutationError, ValueError):
+    """A rule's pullback wrote into the cotangent it received: cotangents may be
+    read-only (a whole-array sum's) or shared with another input."""
 
 
 class OutputTypeError(ADError, TypeError):
