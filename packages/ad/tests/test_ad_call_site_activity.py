@@ -207,3 +207,23 @@ def test_a_loop_over_data_rows_keeps_no_cotangent_for_them():
         transform._CACHE.clear()
     same_bits(g, g0)
     assert unmasked - masked > 40 * len(xs), (masked, unmasked)  # ~67 bytes a row
+
+
+@pytest.mark.parametrize("f, x", PROGRAMS, ids=lambda v: getattr(v, "__name__", ""))
+def test_gradients_match_central_differences(f, x):
+    h = 1e-6
+    want = (f(x + h) - f(x - h)) / (2 * h)
+    np.testing.assert_allclose(ad.gradient(f, x)[0], want, rtol=1e-7, atol=1e-9)
+
+
+def test_the_data_loop_matches_central_differences():
+    rng = np.random.default_rng(4)
+    W, xs = rng.normal(size=(5, 5)) / 3, rng.normal(size=(7, 5))
+    (g,) = ad.gradient(lambda W: rows(W, xs), W)
+    fd = np.zeros_like(W)
+    for i in range(5):
+        for j in range(5):
+            e = np.zeros_like(W)
+            e[i, j] = 1e-6
+            fd[i, j] = (rows(W + e, xs) - rows(W - e, xs)) / 2e-6
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
