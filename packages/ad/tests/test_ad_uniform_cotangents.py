@@ -150,3 +150,46 @@ def test_a_write_under_nested_adjoints_is_reported_once_at_the_innermost_call():
     assert msg.count("wrote into") == 1 and "doubled_pullback" in msg
     inner_line = _inner.__code__.co_firstlineno + 1
     assert f"called at {__file__}:{inner_line}" in msg
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+@pytest.mark.parametrize("v", [1.0, -37.5])
+def test_a_power_takes_a_uniform_cotangent_in_one_product(n, v):
+    # (n v) a^(n-1) instead of s * (n a^(n-1)): for a square the same bits (both
+    # products scale by a power of two before the one rounding), else to rounding.
+    from ad._fast_adjoint import pow_adjoint
+
+    a = np.random.default_rng(3).normal(size=(N, 3))
+    u = _fast.uniform(v, a.shape)
+    _, got, _ = pow_adjoint([a], u, n)
+    _, want, _ = pow_adjoint([a], np.array(u), n)  # a writable, dense cotangent
+    assert type(got) is np.ndarray and got.flags.writeable and got.shape == a.shape
+    np.testing.assert_allclose(got, v * n * a ** (n - 1), rtol=1e-14)
+    if n == 2:
+        same_bits(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+    assert np.array_equal(a, np.random.default_rng(3).normal(size=(N, 3)))  # a untouched
+
+
+def test_a_float32_power_keeps_the_dense_path_and_its_dtype():
+    from ad._fast_adjoint import pow_adjoint
+
+    a = np.random.default_rng(4).normal(size=N).astype(np.float32)
+    _, got, _ = pow_adjoint([a], _fast.uniform(2.0, a.shape), 2)
+    assert got.dtype == np.float64  # float64 cotangent times float32 partial, as numpy
+    same_bits(got, 2.0 * (2 * a).astype(np.float64))
+
+
+def _rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2 + x[1:] ** 3)
+
+
+def test_powers_under_a_whole_array_sum_match_the_hand_gradient():
+    x = np.random.default_rng(5).uniform(-1.5, 1.5, 3 * N)
+    (g,) = ad.gradient(_rosenbrock, x)
+    r = x[1:] - x[:-1] ** 2
+    want = np.zeros_like(x)
+    want[:-1] = -400.0 * x[:-1] * r - 2.0 * (1.0 - x[:-1])
+    want[1:] += 200.0 * r + 3.0 * x[1:] ** 2
+    np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-12)

@@ -17,6 +17,9 @@ The last product of a ``list`` entry may reuse a dead buffer: the cotangent ``s`
 the caller's variable, which the adjoint resets right after the call, holds the
 only other reference to it; or a fresh factor (``2 * a`` of ``a ** 2``). The
 values are those of ``s * f`` either way.
+
+A power whose cotangent is ``uniform`` (a whole-array sum's, ``v`` everywhere)
+takes one product, ``(n v) * a ** (n - 1)``, instead of a factor and a product.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from typing import Any
 import numpy as np
 
 from rules._util import getrefcount as _getrefcount  # sys.getrefcount where calibrated
+
+from ._fast import is_uniform as _uniform
 
 __all__ = ["mul_adjoint", "pow_adjoint"]
 
@@ -65,9 +70,17 @@ def pow_adjoint(p: Any, s: Any, n: int) -> tuple:
         return p(s)
     if n == 1:
         return None, s * 1, None
+    a = p[0]
+    if type(s) is _ndarray and s.shape == a.shape and a.dtype is s.dtype and _uniform(s):
+        # a whole-array sum's cotangent (float64, v in every entry): one product,
+        # (n v) a^(n-1)
+        if n == 2:
+            return None, (s.flat[0] * 2) * a, None
+        f = a ** (n - 1)
+        return None, _multiply(f, s.flat[0] * n, out=f), None
     if n == 2:
-        return None, _last_product(s, 2 * p[0]), None
-    return None, _last_product(s, n * p[0] ** (n - 1)), None
+        return None, _last_product(s, 2 * a), None
+    return None, _last_product(s, n * a ** (n - 1)), None
 
 
 def _last_product(s: Any, f: Any) -> Any:
