@@ -193,3 +193,60 @@ def test_powers_under_a_whole_array_sum_match_the_hand_gradient():
     want[:-1] = -400.0 * x[:-1] * r - 2.0 * (1.0 - x[:-1])
     want[1:] += 200.0 * r + 3.0 * x[1:] ** 2
     np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("used", [1, 2, 3])
+def test_a_product_takes_a_uniform_cotangent_of_ones_as_read_only_views(used):
+    # 1 * f is f: each partial becomes a read-only view of the other factor, no pass.
+    from ad._fast_adjoint import mul_adjoint
+
+    rng = np.random.default_rng(6)
+    b, a = rng.normal(size=(N, 2)), rng.normal(size=(N, 2))
+    _, da, db = mul_adjoint([b, a], _fast.uniform(1.0, a.shape), used)
+    for got, factor, bit in ((da, b, 1), (db, a, 2)):
+        if not used & bit:
+            assert got is None
+            continue
+        assert got.base is factor and not got.flags.writeable
+        same_bits(got, factor)
+    # any other value, or a writable array of ones, is multiplied out as before
+    for s in (_fast.uniform(2.0, a.shape), np.ones(a.shape)):
+        _, da, db = mul_adjoint([b, a], s, 3)
+        assert da.base is None and da.flags.writeable
+        same_bits(da, np.array(s) * b)
+        same_bits(db, np.array(s) * a)
+
+
+def test_a_float32_product_is_multiplied_out():
+    from ad._fast_adjoint import mul_adjoint
+
+    b = np.arange(N, dtype=np.float32)
+    _, da, _ = mul_adjoint([b, b], _fast.uniform(1.0, b.shape), 1)
+    assert da.dtype == np.float64 and da.flags.writeable
+
+
+def _products(x, y):
+    return np.sum(np.sin(x) * np.exp(-0.5 * x * x) + np.tanh(y) * x + y * y)
+
+
+def test_products_under_a_sum_of_ones_match_the_hand_gradient_and_leave_inputs_alone():
+    rng = np.random.default_rng(7)
+    x, y = rng.normal(size=2 * N), rng.normal(size=2 * N)
+    x0, y0 = x.copy(), y.copy()
+    gx, gy = ad.gradient(_products, x, y)
+    g, t = np.exp(-0.5 * x * x), np.tanh(y)
+    np.testing.assert_allclose(gx, (np.cos(x) - x * np.sin(x)) * g + t, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(gy, (1.0 - t * t) * x + 2.0 * y, rtol=1e-13, atol=1e-13)
+    same_bits(x, x0)
+    same_bits(y, y0)
+
+
+def test_a_gradient_that_is_a_captured_array_is_a_copy_of_its_own():
+    # d/dx sum(x * c) is c itself: the caller gets a writable array sharing nothing.
+    c = np.random.default_rng(8).normal(size=N)
+    c0 = c.copy()
+    (g,) = ad.gradient(lambda x: np.sum(x * c), np.ones(N))
+    assert g.flags.writeable and g.flags.owndata and not np.shares_memory(g, c)
+    same_bits(g, c0)
+    g *= 2.0
+    same_bits(c, c0)

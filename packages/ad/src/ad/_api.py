@@ -10,7 +10,6 @@ from typing import Any, NamedTuple
 
 from rulescore import AbstractZero, NotImplementedTangent, Tangent, ZeroTangent, rrule, unthunk
 
-from ._fast import is_uniform
 from ._params import Params, params_pullback, params_withgradient
 from ._runtime import ONCE, call_function, rcall
 from .errors import NonScalarOutputError
@@ -46,10 +45,11 @@ def _top_call(f: Callable, args: tuple) -> tuple[Any, Callable]:
 
 def to_user(ct: Any) -> Any:
     """A cotangent as ``gradient`` reports it: zeros become None, thunks are evaluated,
-    tuple/list/dict tangents become tuples/lists/dicts; a read-only ``uniform``
-    array (a whole-array sum's cotangent, eight bytes) becomes an array of its own."""
+    tuple/list/dict tangents become tuples/lists/dicts; a read-only array (a whole-array
+    sum's ``uniform`` cotangent, eight bytes, or a read-only view of a value the
+    computation holds) becomes an array of its own."""
     if ct.__class__ in _PLAIN:  # the usual case: an array or a float, nothing to convert
-        if ct.__class__ is _ndarray and not ct.flags.writeable and is_uniform(ct):
+        if ct.__class__ is _ndarray and not ct.flags.writeable:
             return ct.copy()
         return ct
     ct = unthunk(ct)

@@ -37,6 +37,7 @@ __all__ = ["mul_adjoint", "pow_adjoint"]
 _list = list
 _ndarray = np.ndarray
 _multiply = np.multiply
+_f64 = np.dtype(np.float64)
 
 
 def mul_adjoint(p: Any, s: Any, used: int) -> tuple:
@@ -51,11 +52,34 @@ def mul_adjoint(p: Any, s: Any, used: int) -> tuple:
     """
     if type(p) is not _list:
         return p(s)
+    if type(s) is _ndarray and not s.flags.writeable and _is_ones(s, p[0]):
+        # a whole-array sum's cotangent of ones: each partial is the cotangent
+        return (
+            None,
+            _read_only(p[0]) if used & 1 else None,
+            _read_only(p[1]) if used & 2 else None,
+        )
     if used == 3:
         return None, s * p[0], _last_product(s, p[1])
     if used == 1:
         return None, _last_product(s, p[0]), None
     return None, None, _last_product(s, p[1])
+
+
+def _is_ones(s: Any, f: Any) -> bool:
+    """Whether ``s`` is a float64 ``uniform`` array of ones shaped as the float64 ``f``,
+    so that ``s * f`` has ``f``'s values, shape and dtype."""
+    return s.flat[0] == 1.0 and s.dtype is _f64 is f.dtype and s.shape == f.shape and _uniform(s)
+
+
+def _read_only(a: Any) -> Any:
+    """A read-only view of ``a``: the product ``1 * a`` without a pass over ``a``. The
+    in-place paths leave it alone (they test ``flags.writeable``), a view keeps ``a``
+    itself from being reused in place (its reference count), and ``to_user`` hands
+    the caller a copy."""
+    v = a.view()
+    v.flags.writeable = False
+    return v
 
 
 def pow_adjoint(p: Any, s: Any, n: int) -> tuple:
