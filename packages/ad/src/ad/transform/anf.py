@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import ast
 import copy
+from typing import TypeVar
 
 from ..errors import UnsupportedSyntaxError
-from .codegen import locate
 
 __all__ = ["BINOPS", "UNARYOPS", "normalize"]
 
@@ -56,10 +56,14 @@ PLAIN_EXPRS = (ast.Compare, ast.JoinedStr, ast.Lambda, ast.Constant)
 
 
 _LOAD, _STORE = ast.Load(), ast.Store()  # shared, as the parser shares them
+_N = TypeVar("_N", bound=ast.AST)
 
 
-def _name(id_: str, ctx: ast.expr_context | None = None) -> ast.Name:
-    return ast.Name(id_, ctx or _LOAD)
+def _at(node: _N, line: int) -> _N:
+    """``node``, located at ``line`` (column 0)."""
+    node.lineno = line  # type: ignore[attr-defined]
+    node.col_offset = 0  # type: ignore[attr-defined]
+    return node
 
 
 def _is_atom(e: ast.expr) -> bool:
@@ -80,6 +84,13 @@ class _Normalizer:
         self.counter += 1
         return f"_ad_t{self.counter}"
 
+    def new(self, node: _N) -> _N:
+        """``node``, located at the statement being normalised."""
+        return _at(node, self.lineno)
+
+    def name(self, id_: str, ctx: ast.expr_context = _LOAD) -> ast.Name:
+        return _at(ast.Name(id_, ctx), self.lineno)
+
     def error(self, node: ast.AST, what: str) -> UnsupportedSyntaxError:
         line = getattr(node, "lineno", self.lineno)
         return UnsupportedSyntaxError(
@@ -87,13 +98,13 @@ class _Normalizer:
         )
 
     def assign(self, target: str | ast.expr, value: ast.expr) -> ast.Assign:
-        tgt = _name(target, _STORE) if isinstance(target, str) else target
+        tgt = self.name(target, _STORE) if isinstance(target, str) else target
         return ast.Assign([tgt], value, lineno=self.lineno, col_offset=0)
 
     def bind(self, value: ast.expr, out: list[ast.stmt]) -> ast.Name:
         t = self.fresh()
         out.append(self.assign(t, value))
-        return _name(t)
+        return self.name(t)
 
     def container_target(self, name: str) -> str:
         """Where a write into container ``name`` rebinds: the name itself when it
@@ -106,7 +117,7 @@ class _Normalizer:
         return f"_ad_nl{self.counter}"
 
     def helper_call(self, helper: str, args: list[ast.expr]) -> ast.Call:
-        return ast.Call(_name(helper), args, [])
+        return self.new(ast.Call(self.name(helper), args, []))
 
     # --- expressions ------------------------------------------------------
 
@@ -130,12 +141,14 @@ class _Normalizer:
             return self.helper_call(f"_ad_op_{op}", [left, right])
         if isinstance(e, ast.UnaryOp):
             if isinstance(e.op, ast.Not):
-                return ast.UnaryOp(op=ast.Not(), operand=self.atom(e.operand, out))
+                return self.new(ast.UnaryOp(op=ast.Not(), operand=self.atom(e.operand, out)))
             return self.helper_call(f"_ad_op_{UNARYOPS[type(e.op)]}", [self.atom(e.operand, out)])
         if isinstance(e, ast.Call):
             return self.call(e, out)
         if isinstance(e, ast.Attribute):
-            return self.helper_call("_ad_getattr", [self.atom(e.value, out), ast.Constant(e.attr)])
+            return self.helper_call(
+                "_ad_getattr", [self.atom(e.value, out), self.new(ast.Constant(e.attr))]
+            )
         if isinstance(e, ast.Subscript):
             obj = self.atom(e.value, out)
             return self.helper_call("_ad_op_getitem", [obj, self.index(e.slice, out)])
@@ -143,20 +156,21 @@ class _Normalizer:
             if any(isinstance(x, ast.Starred) for x in e.elts):
                 return self.starred_display(e, out)
             kind = ast.Tuple if isinstance(e, ast.Tuple) else ast.List
-            return kind(elts=[self.atom(x, out) for x in e.elts], ctx=ast.Load())
+            return self.new(kind(elts=[self.atom(x, out) for x in e.elts], ctx=ast.Load()))
         if isinstance(e, ast.Dict):
             if any(k is None for k in e.keys):
                 raise self.error(e, "`**` inside a dict display is not supported; use dict.update")
             keys = [self.atom(k, out) for k in e.keys]  # type: ignore[arg-type]
-            return ast.Dict(keys=keys, values=[self.atom(v, out) for v in e.values])
+            return self.new(ast.Dict(keys=keys, values=[self.atom(v, out) for v in e.values]))
         if isinstance(e, ast.Set):
             return self.helper_call(
-                "set", [ast.List(elts=[self.atom(x, out) for x in e.elts], ctx=ast.Load())]
+                "set",
+                [self.new(ast.List(elts=[self.atom(x, out) for x in e.elts], ctx=ast.Load()))],
             )
         if isinstance(e, ast.Compare):
             left = self.atom(e.left, out)
             comps = [self.atom(c, out) for c in e.comparators]
-            return ast.Compare(left=left, ops=e.ops, comparators=comps)
+            return self.new(ast.Compare(left=left, ops=e.ops, comparators=comps))
         if isinstance(e, ast.IfExp):
             t = self.fresh()
             test = self.atom(e.test, out)
@@ -167,7 +181,7 @@ class _Normalizer:
             out.append(
                 ast.If(test=test, body=body, orelse=orelse, lineno=self.lineno, col_offset=0)
             )
-            return _name(t)
+            return self.name(t)
         if isinstance(e, ast.BoolOp):
             return self.boolop(e, out)
         if isinstance(e, (ast.JoinedStr, ast.Lambda)):
@@ -183,13 +197,13 @@ class _Normalizer:
     def index(self, s: ast.expr, out: list[ast.stmt]) -> ast.expr:
         if isinstance(s, ast.Slice):
             parts = [
-                self.atom(p, out) if p is not None else ast.Constant(None)
+                self.atom(p, out) if p is not None else self.new(ast.Constant(None))
                 for p in (s.lower, s.upper, s.step)
             ]
             return self.bind(self.helper_call("slice", parts), out)
         if isinstance(s, ast.Tuple):
             elts = [self.index(x, out) for x in s.elts]
-            return self.bind(ast.Tuple(elts=elts, ctx=ast.Load()), out)
+            return self.bind(self.new(ast.Tuple(elts=elts, ctx=ast.Load())), out)
         return self.atom(s, out)
 
     def boolop(self, e: ast.BoolOp, out: list[ast.stmt]) -> ast.expr:
@@ -198,15 +212,15 @@ class _Normalizer:
         out.append(self.assign(t, self.expr(e.values[0], out)))
         rest = e.values[1:]
         if not rest:
-            return _name(t)
+            return self.name(t)
         body: list[ast.stmt] = []
         rest_expr = rest[0] if len(rest) == 1 else ast.BoolOp(op=e.op, values=rest)
         body.append(self.assign(t, self.expr(rest_expr, body)))
-        test: ast.expr = _name(t)
+        test: ast.expr = self.name(t)
         if isinstance(e.op, ast.Or):
-            test = ast.UnaryOp(op=ast.Not(), operand=_name(t))
+            test = self.new(ast.UnaryOp(op=ast.Not(), operand=self.name(t)))
         out.append(ast.If(test=test, body=body, orelse=[], lineno=self.lineno, col_offset=0))
-        return _name(t)
+        return self.name(t)
 
     def starred_display(self, e: ast.Tuple | ast.List, out: list[ast.stmt]) -> ast.expr:
         # (a, *b, c) -> _ad_concat((a,), b, (c,)) with the display's kind
@@ -215,13 +229,13 @@ class _Normalizer:
         for x in e.elts:
             if isinstance(x, ast.Starred):
                 if run:
-                    parts.append(self.bind(ast.Tuple(elts=run, ctx=ast.Load()), out))
+                    parts.append(self.bind(self.new(ast.Tuple(elts=run, ctx=ast.Load())), out))
                     run = []
                 parts.append(self.atom(x.value, out))
             else:
                 run.append(self.atom(x, out))
         if run:
-            parts.append(self.bind(ast.Tuple(elts=run, ctx=ast.Load()), out))
+            parts.append(self.bind(self.new(ast.Tuple(elts=run, ctx=ast.Load())), out))
         helper = "_ad_concat_tuple" if isinstance(e, ast.Tuple) else "_ad_concat_list"
         return self.helper_call(helper, parts)
 
@@ -232,12 +246,16 @@ class _Normalizer:
         ):
             return self.splat_call(func, e, out)
         args = [self.atom(a, out) for a in e.args]
-        keywords = [ast.keyword(arg=k.arg, value=self.atom(k.value, out)) for k in e.keywords]
-        return ast.Call(func=func, args=args, keywords=keywords)
+        keywords = [
+            self.new(ast.keyword(arg=k.arg, value=self.atom(k.value, out))) for k in e.keywords
+        ]
+        return self.new(ast.Call(func=func, args=args, keywords=keywords))
 
     def splat_call(self, func: ast.expr, e: ast.Call, out: list[ast.stmt]) -> ast.expr:
         """f(a, *b, k=v, **d) -> _ad_apply(f, _ad_concat_tuple((a,), b), _ad_merge_kw({'k': v}, d))."""
-        args = self.atom(self.starred_display(ast.Tuple(elts=e.args, ctx=ast.Load()), out), out)
+        args = self.atom(
+            self.starred_display(self.new(ast.Tuple(elts=e.args, ctx=ast.Load())), out), out
+        )
         parts: list[ast.expr] = []
         named: list[ast.keyword] = []
         for k in e.keywords:
@@ -256,16 +274,16 @@ class _Normalizer:
         return self.helper_call("_ad_apply", [func, args, kw])
 
     def named_dict(self, named: list[ast.keyword], out: list[ast.stmt]) -> ast.Dict:
-        keys: list[ast.expr | None] = [ast.Constant(k.arg) for k in named]
-        return ast.Dict(keys=keys, values=[self.atom(k.value, out) for k in named])
+        keys: list[ast.expr | None] = [self.new(ast.Constant(k.arg)) for k in named]
+        return self.new(ast.Dict(keys=keys, values=[self.atom(k.value, out) for k in named]))
 
     def comprehension(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
         """[elt for x in it if c] -> an explicit loop building a list (or set, dict)."""
         acc = self.fresh()
         if isinstance(e, ast.DictComp):
-            out.append(self.assign(acc, ast.Dict(keys=[], values=[])))
+            out.append(self.assign(acc, self.new(ast.Dict(keys=[], values=[]))))
         else:
-            out.append(self.assign(acc, ast.List(elts=[], ctx=ast.Load())))
+            out.append(self.assign(acc, self.new(ast.List(elts=[], ctx=ast.Load()))))
         gens = e.generators  # type: ignore[attr-defined]
         if any(g.is_async for g in gens):
             raise self.error(e, "async comprehensions are not supported")
@@ -277,11 +295,13 @@ class _Normalizer:
                     k = self.atom(e.key, body)
                     v = self.atom(e.value, body)
                     body.append(
-                        self.assign(acc, self.helper_call("_ad_setitem", [_name(acc), k, v]))
+                        self.assign(acc, self.helper_call("_ad_setitem", [self.name(acc), k, v]))
                     )
                 else:
                     v = self.atom(e.elt, body)  # type: ignore[attr-defined]
-                    body.append(self.assign(acc, self.helper_call("_ad_append", [_name(acc), v])))
+                    body.append(
+                        self.assign(acc, self.helper_call("_ad_append", [self.name(acc), v]))
+                    )
                 return body
             g = gens[i]
             inner = build(i + 1)
@@ -299,8 +319,8 @@ class _Normalizer:
 
         out.extend(build(0))
         if isinstance(e, ast.SetComp):
-            return self.helper_call("set", [_name(acc)])
-        return _name(acc)
+            return self.helper_call("set", [self.name(acc)])
+        return self.name(acc)
 
     # --- statements -------------------------------------------------------
 
@@ -308,7 +328,7 @@ class _Normalizer:
         if isinstance(target, ast.Name):
             return [
                 ast.For(
-                    target=_name(target.id, ast.Store()),
+                    target=self.name(target.id, ast.Store()),
                     iter=it,
                     body=body,
                     orelse=[],
@@ -318,10 +338,10 @@ class _Normalizer:
             ]
         t = self.fresh()
         unpack: list[ast.stmt] = []
-        self.assign_target(target, _name(t), unpack)
+        self.assign_target(target, self.name(t), unpack)
         return [
             ast.For(
-                target=_name(t, ast.Store()),
+                target=self.name(t, ast.Store()),
                 iter=it,
                 body=unpack + body,
                 orelse=[],
@@ -342,23 +362,24 @@ class _Normalizer:
             if star:
                 (i,) = star
                 call = self.helper_call(
-                    "_ad_unpack_star", [src, ast.Constant(i), ast.Constant(n - i - 1)]
+                    "_ad_unpack_star",
+                    [src, self.new(ast.Constant(i)), self.new(ast.Constant(n - i - 1))],
                 )
             else:
-                call = self.helper_call("_ad_unpack", [src, ast.Constant(n)])
+                call = self.helper_call("_ad_unpack", [src, self.new(ast.Constant(n))])
             names: list[ast.expr] = []
             nested: list[tuple[ast.expr, str]] = []
             for x in target.elts:
                 x = x.value if isinstance(x, ast.Starred) else x
                 if isinstance(x, ast.Name):
-                    names.append(_name(x.id, ast.Store()))
+                    names.append(self.name(x.id, ast.Store()))
                 else:
                     t = self.fresh()
-                    names.append(_name(t, ast.Store()))
+                    names.append(self.name(t, ast.Store()))
                     nested.append((x, t))
-            out.append(self.assign(ast.Tuple(elts=names, ctx=ast.Store()), call))
+            out.append(self.assign(self.new(ast.Tuple(elts=names, ctx=ast.Store())), call))
             for x, t in nested:
-                self.assign_target(x, _name(t), out)
+                self.assign_target(x, self.name(t), out)
             return
         if isinstance(target, ast.Subscript):
             obj = target.value
@@ -372,7 +393,7 @@ class _Normalizer:
             out.append(
                 self.assign(
                     self.container_target(obj.id),
-                    self.helper_call("_ad_setitem", [_name(obj.id), idx, v]),
+                    self.helper_call("_ad_setitem", [self.name(obj.id), idx, v]),
                 )
             )
             return
@@ -387,7 +408,9 @@ class _Normalizer:
             out.append(
                 self.assign(
                     self.container_target(obj.id),
-                    self.helper_call("_ad_setattr", [_name(obj.id), ast.Constant(target.attr), v]),
+                    self.helper_call(
+                        "_ad_setattr", [self.name(obj.id), self.new(ast.Constant(target.attr)), v]
+                    ),
                 )
             )
             return
@@ -418,7 +441,8 @@ class _Normalizer:
                 rhs = self.atom(s.value, out)
                 out.append(
                     self.assign(
-                        s.target.id, self.helper_call(f"_ad_iop_{op}", [_name(s.target.id), rhs])
+                        s.target.id,
+                        self.helper_call(f"_ad_iop_{op}", [self.name(s.target.id), rhs]),
                     )
                 )
             else:
@@ -437,20 +461,21 @@ class _Normalizer:
                 v = self.atom(call.args[0], out)
                 out.append(
                     self.assign(
-                        self.container_target(lst), self.helper_call("_ad_append", [_name(lst), v])
+                        self.container_target(lst),
+                        self.helper_call("_ad_append", [self.name(lst), v]),
                     )
                 )
                 return
             self.atom(s.value, out)
         elif isinstance(s, ast.Return):
-            value = ast.Constant(None) if s.value is None else self.atom(s.value, out)
+            value = self.new(ast.Constant(None)) if s.value is None else self.atom(s.value, out)
             out.append(ast.Return(value=value, lineno=self.lineno, col_offset=0))
         elif isinstance(s, ast.If):
             test = self.atom(s.test, out)
             out.append(
                 ast.If(
                     test=test,
-                    body=self.stmts(s.body) or [ast.Pass()],
+                    body=self.stmts(s.body) or [_at(ast.Pass(), s.lineno)],
                     orelse=self.stmts(s.orelse),
                     lineno=s.lineno,
                     col_offset=0,
@@ -564,9 +589,7 @@ def normalize(tree: ast.FunctionDef, filename: str) -> ast.FunctionDef:
     norm.lineno = tree.lineno
     body = norm.stmts(tree.body)
     if not _always_returns(body):
-        body.append(ast.Return(value=ast.Constant(None), lineno=norm.lineno, col_offset=0))
+        none = _at(ast.Constant(None), norm.lineno)
+        body.append(ast.Return(value=none, lineno=norm.lineno, col_offset=0))
     tree.body = body
-    # Locations now, while each new node sits under the statement it came
-    # from: the later passes build located trees around these nodes.
-    locate(tree, tree.lineno)
     return tree

@@ -28,20 +28,31 @@ class _Loop:
     used_cnt: bool = False
 
 
-def _name(id_: str, store: bool = False) -> ast.Name:
-    return ast.Name(id=id_, ctx=ast.Store() if store else ast.Load())
+def _name(id_: str, line: int, store: bool = False) -> ast.Name:
+    """A name located at ``line``: every node this pass builds has its location
+    (anf passes them on, and nothing after walks the tree to fill one in)."""
+    return ast.Name(id_, ast.Store() if store else ast.Load(), lineno=line, col_offset=0)
+
+
+def _const(value: object, line: int) -> ast.Constant:
+    return ast.Constant(value, lineno=line, col_offset=0)
 
 
 def _set(flag: str, value: bool, line: int) -> ast.Assign:
     return ast.Assign(
-        targets=[_name(flag, True)], value=ast.Constant(value), lineno=line, col_offset=0
+        targets=[_name(flag, line, True)], value=_const(value, line), lineno=line, col_offset=0
     )
 
 
-def _any(flags: list[str]) -> ast.expr:
+def _any(flags: list[str], line: int) -> ast.expr:
     if len(flags) == 1:
-        return _name(flags[0])
-    return ast.BoolOp(op=ast.Or(), values=[_name(f) for f in flags])
+        return _name(flags[0], line)
+    values: list[ast.expr] = [_name(f, line) for f in flags]
+    return ast.BoolOp(ast.Or(), values, lineno=line, col_offset=0)
+
+
+def _not(operand: ast.expr, line: int) -> ast.expr:
+    return ast.UnaryOp(ast.Not(), operand, lineno=line, col_offset=0)
 
 
 def _tail_returns_only(body: list[ast.stmt]) -> bool:
@@ -102,7 +113,7 @@ class _Desugar:
                     rest_out, rest_exits = self.block(rest)
                     if rest_out:
                         line = getattr(rest[0], "lineno", 0)
-                        test = ast.UnaryOp(op=ast.Not(), operand=_any(sorted(self.flags(exits))))
+                        test = _not(_any(sorted(self.flags(exits)), line), line)
                         out.append(
                             ast.If(test=test, body=rest_out, orelse=[], lineno=line, col_offset=0)
                         )
@@ -116,9 +127,9 @@ class _Desugar:
     def stmt(self, s: ast.stmt) -> tuple[list[ast.stmt], set[str]]:
         line = getattr(s, "lineno", 0)
         if isinstance(s, ast.Return) and self.convert_returns:
-            value = s.value if s.value is not None else ast.Constant(None)
+            value = s.value if s.value is not None else _const(None, line)
             assign = ast.Assign(
-                targets=[_name(_RETV, True)], value=value, lineno=line, col_offset=0
+                targets=[_name(_RETV, line, True)], value=value, lineno=line, col_offset=0
             )
             return [assign, _set(_DONE, True, line)], {_RET, "!"}
         if isinstance(s, ast.Break):
@@ -133,7 +144,11 @@ class _Desugar:
             body, e1 = self.block(s.body)
             orelse, e2 = self.block(s.orelse)
             new = ast.If(
-                test=s.test, body=body or [ast.Pass()], orelse=orelse, lineno=line, col_offset=0
+                test=s.test,
+                body=body or [ast.Pass(lineno=line, col_offset=0)],
+                orelse=orelse,
+                lineno=line,
+                col_offset=0,
             )
             exits = e1 | e2
             return [new], exits
@@ -155,7 +170,7 @@ class _Desugar:
         if stop:
             body.append(
                 ast.If(
-                    test=_any(stop),
+                    test=_any(stop, line),
                     body=[ast.Break(lineno=line, col_offset=0)],
                     orelse=[],
                     lineno=line,
@@ -166,12 +181,12 @@ class _Desugar:
             pre.append(_set(loop.brk, False, line))
         orelse, else_exits = self.block(s.orelse)
         new = copy.copy(s)
-        new.body = body or [ast.Pass()]
+        new.body = body or [ast.Pass(lineno=line, col_offset=0)]
         new.orelse = []
         out = [*pre, new]
         if orelse:
             if stop:
-                test = ast.UnaryOp(op=ast.Not(), operand=_any(stop))
+                test = _not(_any(stop, line), line)
                 out.append(ast.If(test=test, body=orelse, orelse=[], lineno=line, col_offset=0))
             else:
                 out.extend(orelse)
@@ -191,11 +206,14 @@ def desugar(fn: ast.FunctionDef) -> ast.FunctionDef:
     if convert:
         body = [
             ast.Assign(
-                targets=[_name(_RETV, True)], value=ast.Constant(None), lineno=line, col_offset=0
+                targets=[_name(_RETV, line, True)],
+                value=_const(None, line),
+                lineno=line,
+                col_offset=0,
             ),
             _set(_DONE, False, line),
             *body,
-            ast.Return(value=_name(_RETV), lineno=line, col_offset=0),
+            ast.Return(value=_name(_RETV, line), lineno=line, col_offset=0),
         ]
     fn.body = body
     return fn

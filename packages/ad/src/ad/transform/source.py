@@ -18,6 +18,7 @@ import types
 from dataclasses import dataclass
 
 from ..errors import NoSourceError
+from .codegen import locate
 
 __all__ = ["FunctionSource", "constant_freevars", "get_source", "register_generated"]
 
@@ -40,8 +41,13 @@ def register_generated(
     code: types.CodeType, tree: ast.FunctionDef, filename: str, helpers: frozenset[str]
 ) -> None:
     """Remember the tree ``code`` was compiled from, so that generated code can
-    itself be differentiated (reverse mode over a pushforward: nested AD)."""
-    _GENERATED[code] = (_renamed_temporaries(copy.deepcopy(tree)), filename, helpers)
+    itself be differentiated (reverse mode over a pushforward: nested AD).
+
+    The copy is located now, once: the passes that transform it again build on
+    located input (see ``anf``)."""
+    kept = _renamed_temporaries(copy.deepcopy(tree))
+    locate(kept, kept.lineno)
+    _GENERATED[code] = (kept, filename, helpers)
 
 
 _TEMPORARY = re.compile(r"_ad_(t|nl|ft)\d+")
