@@ -21,6 +21,7 @@ from typing import Any
 
 from rulescore import rrule
 
+from ._nodes import loaded_ids
 from .activity import NONDIFF_BUILTINS, active_names, param_names, read_and_stored
 from .anf import normalize
 from .codegen import compile_primal, factory_module, used_names
@@ -91,14 +92,16 @@ def _no_gc() -> Iterator[None]:
 
 @dataclass(frozen=True)
 class Front:
-    """The shared front of the pipeline: ANF body, active names, plain builtins, and
-    the names of plain Python functions it calls (see ``reverse.generate``)."""
+    """The shared front of the pipeline: ANF body, active names, plain builtins, the
+    names of plain Python functions it calls (see ``reverse.generate``), and every
+    name the ANF body reads."""
 
     anf: ast.FunctionDef
     active: set[str]
     plain: frozenset[str]
     filename: str
     callees: frozenset[str] = frozenset()
+    reads: frozenset[str] = frozenset()
 
 
 def front(
@@ -121,8 +124,8 @@ def front(
         a = anf.args
         positional = [p.arg for p in a.posonlyargs + a.args]
         seeds -= {name for i, name in enumerate(positional) if inactive >> i & 1}
-    plain, callees = _resolved_names(f, anf)
-    return Front(anf, active_names(anf, seeds, plain), plain, src.filename, callees)
+    plain, callees, reads = _resolved_names(f, anf)
+    return Front(anf, active_names(anf, seeds, plain), plain, src.filename, callees, reads)
 
 
 def returning_self(fn: ast.FunctionDef) -> ast.FunctionDef:
@@ -157,7 +160,7 @@ def _pipeline(
     as_init: bool = False,
     pure: bool = False,
     inactive: int = 0,
-) -> tuple[ast.FunctionDef, ast.FunctionDef, str]:
+) -> tuple[Front, ast.FunctionDef]:
     fr = front(f, closure_active, as_init, inactive)
     freevars = f.__code__.co_freevars
     fwd = generate(
@@ -170,14 +173,15 @@ def _pipeline(
         pure=pure,
         callees=fr.callees,
     )
-    return fr.anf, fwd, fr.filename
+    return fr, fwd
 
 
 def _resolved_names(
     f: types.FunctionType, anf: ast.FunctionDef
-) -> tuple[frozenset[str], frozenset[str]]:
+) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """The names ``anf`` reads but never binds that resolve, now, to non-differentiable
-    builtins, and to plain Python functions without rules (globals or captured)."""
+    builtins, and to plain Python functions without rules (globals or captured); and
+    every name ``anf`` reads."""
     read, assigned = read_and_stored(anf)
     assigned |= set(param_names(anf))
     freevars = f.__code__.co_freevars
@@ -198,7 +202,7 @@ def _resolved_names(
             value = f.__globals__.get(name)
         if type(value) is types.FunctionType and value not in _RULE_TABLE:
             callees.add(name)
-    return frozenset(plain), frozenset(callees)
+    return frozenset(plain), frozenset(callees), frozenset(read)
 
 
 _CELLS: dict[str, types.CellType] = {}
@@ -216,14 +220,26 @@ def _build(
 ) -> Transformed:
     from .._helpers import HELPERS
 
-    anf, fwd, filename = _pipeline(f, closure_active, as_init, inactive=inactive)
+    fr, fwd = _pipeline(f, closure_active, as_init, inactive=inactive)
     freevars = f.__code__.co_freevars
-    # Every helper is bound in the factory scope; the compiler keeps as free
-    # variables of _ad_fwd only those it reads, so no walk is needed here.
-    cell_names = [n for n in HELPERS if n not in freevars] + list(freevars)
-    module = factory_module(fwd, cell_names)
-    code = compile_primal(module, filename)
-    return Compiled(code=code, helper_cells=_helper_cells(HELPERS), spec=signature_of(anf))
+    # The factory binds the helpers the generated tree reads: names of the ANF body
+    # it reuses, and those the generator built (``loaded_ids``), known without a
+    # walk. Binding all ~80 would cost as much to compile as a small function.
+    reads = fr.reads | loaded_ids()
+    helpers = [n for n in HELPERS if n in reads and n not in freevars]
+    code = compile_primal(factory_module(fwd, helpers + list(freevars)), fr.filename)
+    if _reads_as_global(code, HELPERS):  # pragma: no cover - a name built another way
+        cell_names = [n for n in HELPERS if n not in freevars] + list(freevars)
+        code = compile_primal(factory_module(fwd, cell_names), fr.filename)
+    return Compiled(code=code, helper_cells=_helper_cells(HELPERS), spec=signature_of(fr.anf))
+
+
+def _reads_as_global(code: types.CodeType, names: dict[str, Any]) -> bool:
+    """Whether ``code`` or a function defined in it reads one of ``names`` as a
+    global (the factory bound it as no cell)."""
+    if not names.keys().isdisjoint(code.co_names):
+        return True
+    return any(_reads_as_global(c, names) for c in _nested_codes(code))
 
 
 _PURE_CACHE: dict[tuple, Transformed] = {}
@@ -252,7 +268,8 @@ PURE_PREFIX = "_ar_"
 def _build_pure(f: types.FunctionType, closure_active: bool, as_init: bool) -> Transformed:
     from .._helpers import HELPERS
 
-    anf, fwd, filename = _pipeline(f, closure_active, as_init, pure=True)
+    fr, fwd = _pipeline(f, closure_active, as_init, pure=True)
+    anf, filename = fr.anf, fr.filename
     _rename_private(fwd, HELPERS)
     freevars = f.__code__.co_freevars
     cell_names = [n for n in HELPERS if n not in freevars] + list(freevars)
@@ -311,7 +328,8 @@ def adjoint_source(f: types.FunctionType, closure_active: bool = False, pure: bo
     """The generated primal and adjoint as Python source, with source line comments."""
     from .._helpers import HELPERS
 
-    _anf, fwd, filename = _pipeline(f, closure_active, pure=pure)
+    fr, fwd = _pipeline(f, closure_active, pure=pure)
+    filename = fr.filename
     if pure:
         _rename_private(fwd, HELPERS)
     lines: list[str] = [f"# generated from {filename}"]

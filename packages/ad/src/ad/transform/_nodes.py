@@ -29,6 +29,7 @@ __all__ = [
     "const",
     "forget_shared",
     "load",
+    "loaded_ids",
     "name",
     "plain",
     "store",
@@ -97,6 +98,12 @@ def forget_shared() -> None:
     _CONSTS.clear()
 
 
+def loaded_ids() -> set[str]:
+    """The names read by the nodes ``load`` (and ``call``) built for the current
+    tree: with the names of the input it reuses, every name the tree reads."""
+    return {id_ for id_, _line in _LOADS}
+
+
 def name(id_: str, store: bool = False, line: int | None = None) -> ast.Name:
     if line is None:
         return _Name(id_, STORE if store else LOAD)
@@ -113,7 +120,7 @@ def assign(target: str | ast.expr, value: ast.expr, line: int) -> ast.Assign:
 def call(fn: str, *args: ast.expr, line: int | None = None) -> ast.Call:
     if line is None:
         return _Call(_Name(fn, LOAD), list(args), [])
-    return at(_Call(at(_Name(fn, LOAD), line), list(args), []), line)
+    return at(_Call(load(fn, line), list(args), []), line)
 
 
 def tuple_(elts: list[ast.expr], store: bool = False, line: int | None = None) -> ast.Tuple:

@@ -26,7 +26,7 @@ import copy
 import types
 
 from ..errors import UnsupportedSyntaxError
-from ._nodes import FAST_OPS, TYPE_PARAMS, Z, plain
+from ._nodes import FAST_OPS, TYPE_PARAMS, Z, forget_shared, plain
 from ._nodes import assign as _assign
 from ._nodes import call as _call
 from ._nodes import name as _n
@@ -246,6 +246,7 @@ def generate_forward(
     plain: frozenset[str] = frozenset(),
 ) -> ast.FunctionDef:
     """The ``_ad_fwd`` pushforward ``FunctionDef`` for the ANF function ``fn``."""
+    forget_shared()  # the located names ``guards`` builds are shared within this tree only
     gen = _Gen(active, filename, fn.name, plain)
     line = fn.lineno
     params = param_names(fn)
