@@ -89,8 +89,8 @@ def test_a_first_accumulation_writes_the_adjoint_directly():
     # The slots of the first accumulations into x's and y's adjoints are those adjoints...
     assert "_ad_u, _ad_d_x, _ad_d_y = _ad_mul_adjoint(_ad_p, _ad_d__ad_t1, 3)" in src
     assert "_ad_d_x = _ad_d__ad_t1 * _ad_p[0]" in src
-    # ...the next one into y's adds, with its zero test.
-    assert "_ad_d_y = _ad_g2 if _ad_d_y is _ad_Z else _ad_acc(_ad_d_y, _ad_g2)" in src
+    # ...the next one into y's adds.
+    assert "_ad_d_y = _ad_acc(_ad_d_y, _ad_g2)" in src
     # x's adjoint is reset between the slot and the accumulation: no shortcut there.
     assert "_ad_d_x = _ad_g1" in src
 
@@ -98,7 +98,7 @@ def test_a_first_accumulation_writes_the_adjoint_directly():
 def test_a_copy_hands_its_adjoint_over():
     src = adjoint_source(copies)
     assert "_ad_d_x = _ad_d_y" in src  # x's adjoint is zero there
-    assert "_ad_d_y = _ad_g if _ad_d_y is _ad_Z else _ad_acc(_ad_d_y, _ad_g)" in src
+    assert "_ad_d_y = _ad_acc(_ad_d_y, _ad_g)" in src
 
 
 def _elementwise(x, y):
@@ -106,17 +106,20 @@ def _elementwise(x, y):
 
 
 def test_slots_are_released_after_their_accumulation():
-    """A slot added into an adjoint (``X = _ad_g1 if X is _ad_Z else _ad_acc(X,
-    _ad_g1)``) is set to None right after: its array must not stay alive until a
-    later block happens to reuse the name."""
+    """A slot added into an adjoint (``X = _ad_acc(X, _ad_g1)``) is set to None
+    right after: its array must not stay alive until a later block happens to
+    reuse the name."""
     import re
 
     src = adjoint_source(_elementwise)
     lines = [ln.split("  #")[0].strip() for ln in src.splitlines()]
-    added = [i for i, ln in enumerate(lines) if re.match(r"_ad_d_\w+ = (_ad_g\d+) if ", ln)]
+    added = [
+        (i, m.group(2))
+        for i, ln in enumerate(lines)
+        if (m := re.match(r"(_ad_d_\w+) = _ad_acc\(\1, (_ad_g\d+)\)$", ln))
+    ]
     assert added
-    for i in added:
-        slot = lines[i].split(" = ")[1].split()[0]
+    for i, slot in added:
         assert lines[i + 1] == f"{slot} = None"
 
 

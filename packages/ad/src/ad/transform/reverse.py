@@ -248,13 +248,22 @@ class _Gen:
         self.accumulations[id(st)] = (st, into)
         return st
 
-    def reset(self, names: list[str], line: int) -> list[ast.stmt]:
-        out = []
+    def reset(self, names: list[str], line: int, depth: int = 1) -> list[ast.stmt]:
+        """Set the adjoints of ``names`` (just handed on) to zero, dropping their
+        references so that the adjoints they went to may be added into in place.
+
+        At depth 0 the adjoint of a temporary bound once is never read again: it is
+        deleted instead, a shorter statement (not in the pure form, which is
+        differentiated again and may not ``del``)."""
+        out: list[ast.stmt] = []
         active = self.active
         for name in names:
             if name in active:
                 self.adjoints.add(name)
-                out.append(_assign(d(name), _ln(Z, line), line))
+                if depth == 0 and name in self.releasable and not self.pure:
+                    out.append(at(ast.Delete([at(_Name(d(name), _DEL), line)]), line))
+                else:
+                    out.append(_assign(d(name), _ln(Z, line), line))
         return out
 
     def inactive_mask(self, func: ast.expr, args: list[ast.expr]) -> int:
@@ -564,7 +573,7 @@ class _Gen:
             inner.insert(1, _if_once(drop, [], line))
         else:  # popped into _ad_p already
             del inner[0]
-        inner += self.reset(tnames, line)
+        inner += self.reset(tnames, line, depth)
         for k, (idx, name) in enumerate(inputs):
             slot = f"_ad_g{idx}"
             # Not into a target's adjoint: the reset between slot and accumulation.

@@ -1,9 +1,11 @@
 """A peephole pass over the generated adjoint: statically known zeros.
 
 The generator writes each accumulation into an adjoint as ``X = V`` and lists
-it in ``accumulations``. This pass gives it its zero test, ``X = V if X is
-_ad_Z else _ad_acc(X, V)``, unless ``X`` is statically known to be zero there
-(the first accumulation after it was set to zero), where ``X = V`` is exact.
+it in ``accumulations``. This pass makes it an addition, ``X = _ad_acc(X, V)``
+(which returns ``V`` itself when ``X`` is zero; in a loop, where ``X`` is often
+zero again at each iteration, ``X = V if X is _ad_Z else _ad_acc(X, V)`` saves
+that call), unless ``X`` is statically known to be zero there (the first
+accumulation after it was set to zero), where ``X = V`` is exact.
 There, when ``V`` is a slot just written (``_ad_u, _ad_g1 = _ad_p(ȳ)``), the
 slot's writes target ``X`` itself and the copy goes: ``_ad_u, X = _ad_p(ȳ)``.
 
@@ -26,7 +28,7 @@ from .activity import all_nodes, stored_names
 _Assign, _Name, _Tuple, _If = ast.Assign, ast.Name, ast.Tuple, ast.If
 _IS = ast.Is()
 
-__all__ = ["simplify_adjoint", "with_zero_test"]
+__all__ = ["added", "simplify_adjoint"]
 
 
 def _assigned(st: ast.stmt) -> set[str]:
@@ -62,20 +64,35 @@ def _releases(stmts: list[ast.stmt], i: int, slot: str) -> bool:
     return len(t) == 1 and type(t[0]) is _Name and t[0].id == slot
 
 
-def with_zero_test(st: ast.Assign) -> ast.Assign:
-    """``X = V`` made ``X = V if X is _ad_Z else _ad_acc(X, V)`` (in place)."""
+def added(st: ast.Assign, zero_test: bool) -> ast.Assign:
+    """``X = V`` made ``X = _ad_acc(X, V)``, or with ``zero_test``
+    ``X = V if X is _ad_Z else _ad_acc(X, V)`` (in place). Outside loops there is
+    no test: ``X`` has most often received a cotangent already there, and the
+    test would double the nodes that the transform and ``compile`` pay for."""
     line = st.lineno
     dn = st.targets[0].id  # type: ignore[attr-defined]
     value = st.value
-    test = at(ast.Compare(_ln(dn, line), [_IS], [_ln(Z, line)]), line)
-    st.value = at(ast.IfExp(test, value, _call("_ad_acc", _ln(dn, line), value, line=line)), line)
+    total = _call("_ad_acc", _ln(dn, line), value, line=line)
+    if zero_test:
+        test = at(ast.Compare(_ln(dn, line), [_IS], [_ln(Z, line)]), line)
+        total = at(ast.IfExp(test, value, total), line)  # type: ignore[assignment]
+    st.value = total
     return st
 
 
+def _added_value(value: ast.expr) -> ast.expr:
+    """``V`` in the value ``added`` wrote."""
+    return value.body if type(value) is ast.IfExp else value.args[1]  # type: ignore[attr-defined]
+
+
 def simplify_adjoint(
-    stmts: list[ast.stmt], zero: set[str], accumulations: dict[int, tuple], release: bool = True
+    stmts: list[ast.stmt],
+    zero: set[str],
+    accumulations: dict[int, tuple],
+    release: bool = True,
+    in_loop: bool = False,
 ) -> set[str]:
-    """Give each accumulation in ``stmts`` its zero test, unless its adjoint is
+    """Make each accumulation in ``stmts`` an addition, unless its adjoint is
     statically known to be zero.
 
     ``accumulations`` maps the ``id`` of each accumulation ``X = V`` to the
@@ -84,9 +101,10 @@ def simplify_adjoint(
     be ``_ad_Z`` on entry; the result is the set known on exit. ``stmts`` is
     rewritten in place.
 
-    ``release``: a slot added with a zero test is set to None right after, so the
+    ``release``: a slot added into an adjoint is set to None right after, so the
     array it held (now inside the adjoint, or added into it in place) is not kept
     alive by the slot until some later block happens to reuse its name.
+    ``in_loop``: ``stmts`` are (in) a loop body (see ``added``).
     """
     zero = set(zero)
     out: list[ast.stmt] = []
@@ -98,8 +116,8 @@ def simplify_adjoint(
             if acc is not None:
                 name = targets[0].id
                 if name not in zero:
-                    out.append(with_zero_test(st))  # type: ignore[arg-type]
-                    value = st.value.body  # type: ignore[attr-defined]
+                    out.append(added(st, in_loop))  # type: ignore[arg-type]
+                    value = _added_value(st.value)  # type: ignore[attr-defined]
                     if (
                         release
                         and type(value) is _Name
@@ -130,14 +148,14 @@ def simplify_adjoint(
             test = st.test  # type: ignore[attr-defined]
             if type(test) is _Name and test.id == "_ad_once":
                 continue  # tape bookkeeping of a single-use adjoint: it assigns no adjoint
-            z1 = simplify_adjoint(st.body, zero, accumulations, release)  # type: ignore[attr-defined]
+            z1 = simplify_adjoint(st.body, zero, accumulations, release, in_loop)  # type: ignore[attr-defined]
             if st.orelse:  # type: ignore[attr-defined]
-                zero = z1 & simplify_adjoint(st.orelse, zero, accumulations, release)  # type: ignore[attr-defined]
+                zero = z1 & simplify_adjoint(st.orelse, zero, accumulations, release, in_loop)  # type: ignore[attr-defined]
             else:
                 zero &= z1
         elif kind is ast.For or kind is ast.While:
             zero -= _assigned_in(st.body)  # type: ignore[attr-defined]
-            simplify_adjoint(st.body, zero, accumulations, release)  # type: ignore[attr-defined]
+            simplify_adjoint(st.body, zero, accumulations, release, True)  # type: ignore[attr-defined]
         else:
             zero -= _assigned(st)
     if out != stmts:  # statements dropped or added (compared by identity)
