@@ -104,13 +104,18 @@ def clear_transform_cache() -> bool:
     return True
 
 
+TRANSFORM_SAMPLES = 5
+
+
 def first_call(w, loss, params, args) -> tuple[float, float | None]:
     """Seconds of the first ``ad.gradient`` call after clearing the transform cache, and
     of the transform alone (None if the cache could not be cleared).
 
-    The transform alone is the first call minus a warm call, both measured on the
+    The transform alone is a first call minus a warm call, both measured on the
     workload's small inputs (the transform depends on the code, not the sizes), so the
-    noise of a large call does not swamp it.
+    noise of a large call does not swamp it: the median over ``TRANSFORM_SAMPLES``
+    first calls, each after clearing the cache, since one sample on a busy machine
+    may read twice the rest.
     """
     clear_transform_cache()
     start = time.perf_counter()
@@ -118,13 +123,15 @@ def first_call(w, loss, params, args) -> tuple[float, float | None]:
     first = time.perf_counter() - start
     small_params, small_data = w.make(np.random.default_rng(args.seed), small=True)
     small_loss = w.bind(*small_data)
-    if not clear_transform_cache():
-        return first, None
-    start = time.perf_counter()
-    ad.gradient(small_loss, *small_params)
-    small_first = time.perf_counter() - start
+    firsts = []
+    for _ in range(TRANSFORM_SAMPLES):
+        if not clear_transform_cache():
+            return first, None
+        start = time.perf_counter()
+        ad.gradient(small_loss, *small_params)
+        firsts.append(time.perf_counter() - start)
     warm = measure(lambda: ad.gradient(small_loss, *small_params), 0.01, 5)["median_s"]
-    return first, max(small_first - warm, 0.0)
+    return first, max(statistics.median(firsts) - warm, 0.0)
 
 
 def source_lines(*fns) -> int:
