@@ -155,3 +155,34 @@ def test_random_numpy_programs_match_finite_differences(tmp_path, source, seed):
             args_m[which] = args_m[which] - e
             fd = (f(*args_p) - f(*args_m)) / (2 * h)
             assert g[k] == pytest.approx(fd, rel=1e-5, abs=1e-6), source
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(source=program(lib="np"), seed=st.integers(0, 2**16))
+def test_random_numpy_programs_on_large_arrays_match_directional_differences(
+    tmp_path, source, seed
+):
+    """The numpy grammar on arrays large enough (300 entries) for a whole-array sum's
+    cotangent to be ``uniform`` and for products under it to hand on read-only views
+    of their factors: the gradient's inner product with random directions against
+    central differences along them, and the inputs left untouched."""
+    f = load(source, tmp_path)
+    rng = np.random.default_rng(seed)
+    n = 300
+    x = rng.uniform(0.2, 1.5, n) * rng.choice([-1.0, 1.0])
+    y = rng.uniform(0.2, 1.5, n) * rng.choice([-1.0, 1.0])
+    x0, y0 = x.copy(), y.copy()
+    gx, gy = ad.gradient(f, x, y)
+    assert np.array_equal(x, x0) and np.array_equal(y, y0)
+    h = 1e-6
+    for _ in range(2):
+        u, w = rng.normal(size=n), rng.normal(size=n)
+        fd = (f(x + h * u, y + h * w) - f(x - h * u, y - h * w)) / (2 * h)
+        got = (0.0 if gx is None else gx @ u) + (0.0 if gy is None else gy @ w)
+        assert got == pytest.approx(fd, rel=1e-5, abs=1e-5), source
+    for g in (gx, gy):
+        assert g is None or (g.flags.writeable and g.flags.owndata)
