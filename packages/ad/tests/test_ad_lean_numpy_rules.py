@@ -19,7 +19,7 @@ import ad
 from ad import _fast
 from ad._runtime import _RULE_CACHE, rcall
 from rules._numpy_elementwise import HOLOMORPHIC, OUTPUT_ONLY
-from rulescore import NoTangent, Thunk, ZeroTangent, rrule
+from rulescore import NoTangent, Thunk, ZeroTangent, rrule, unthunk
 
 
 def _both(pb, pb0, s):
@@ -458,3 +458,25 @@ def test_small_products_are_eager_and_large_ones_lazy(shapes):
     big_a, big_b = np.ones((n, 2)), np.ones((2, 3))
     y, pb = _lean(operator.matmul, big_a, big_b)
     assert all(isinstance(c, Thunk) for c in pb(np.ones(y.shape))[1:])
+
+
+def test_lean_matmul_values_have_the_bits_of_the_operator():
+    # np.dot for C/F-contiguous float64 operands (rules' ``product``), @ otherwise
+    rng = np.random.default_rng(11)
+    a, b = rng.normal(size=(9, 7)), rng.normal(size=(7, 5))
+    pairs = [
+        (a, b),
+        (np.asfortranarray(a), b),
+        (a, a.T),
+        (b.T, a.T),
+        (a, rng.normal(size=7)),
+        (rng.normal(size=9), a),
+        (a[:, ::2], b[::2]),  # strided views
+    ]
+    for x, y in pairs:
+        out, pb = rcall(operator.matmul, x, y)
+        same_bits(out, x @ y)
+        ȳ = rng.normal(size=out.shape)
+        _, dx, dy = pb(ȳ)
+        same_bits(unthunk(dx), rrule(operator.matmul, x, y)[1](ȳ)[1])
+        same_bits(unthunk(dy), rrule(operator.matmul, x, y)[1](ȳ)[2])

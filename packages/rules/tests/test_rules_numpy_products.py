@@ -168,3 +168,61 @@ def test_parse_einsum():
     assert parse_einsum("ba,Ab", [(2, 3), (4, 2)]) == (["ba", "Ab"], "Aa")
     specs, out = parse_einsum("...ij,jk->...ik", [(5, 2, 3), (3, 4)])
     assert len(specs[0]) == 3 and out == specs[0][0] + "ik"
+
+
+# --- product: np.dot for contiguous float64 operands, the same bits as @ ------------
+
+
+def _layouts(rng, m, k, n):
+    """Operand pairs of every contiguous layout: C, F (a transposed C array), the
+    syrk case a @ a.T (one buffer), vectors, and strided views (not contiguous)."""
+    a = rng.normal(size=(m, k))
+    b = rng.normal(size=(k, n))
+    v, u = rng.normal(size=k), rng.normal(size=m)
+    return [
+        (a, b),
+        (np.asfortranarray(a), b),
+        (a, np.asfortranarray(b)),
+        (rng.normal(size=(k, m)).T, rng.normal(size=(n, k)).T),
+        (a, a.T),
+        (a.T, a),
+        (a, v),
+        (u, a),
+        (v, v.copy()),
+        (rng.normal(size=(m, 2 * k))[:, ::2], b),  # not contiguous: plain @
+        (a, rng.normal(size=(2 * k,))[::2]),
+    ]
+
+
+@pytest.mark.parametrize(
+    "m, k, n",
+    [
+        (1, 1, 1),
+        (8, 16, 16),
+        (8, 16, 1),
+        (1, 7, 5),
+        (33, 65, 17),
+        (0, 3, 2),
+        (3, 0, 2),
+        (120, 90, 110),
+    ],
+)
+def test_product_has_the_bits_of_matmul(m, k, n):
+    from rules._numpy_products import product
+
+    rng = np.random.default_rng(m * 1000 + k * 10 + n)
+    for x, y in _layouts(rng, m, k, n):
+        got, want = product(x, y), x @ y
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(got, want), (x.shape, y.shape, x.flags.forc, y.flags.forc)
+
+
+def test_product_of_other_dtypes_is_matmul():
+    from rules._numpy_products import product
+
+    rng = np.random.default_rng(9)
+    for dtype in (np.float32, np.float16, np.complex128):
+        a = rng.normal(size=(5, 4)).astype(dtype)
+        b = rng.normal(size=(4, 3)).astype(dtype)
+        got = product(a, b)
+        assert got.dtype == (a @ b).dtype and np.array_equal(got, a @ b)

@@ -676,14 +676,16 @@ EAGER_MATMUL_ENTRIES = 2048
 
 def _lean_matmul(f: Any, impl: Callable) -> Callable:
     # a @ b for two float64 matrices or a matrix and a vector: the rule's value
-    # (np.matmul) and its pullback (the rule's fast cotangents, thunks included).
-    matmul = np.matmul
+    # (np.matmul, or np.dot with the same bits: rules' ``product``) and its pullback
+    # (the rule's fast cotangents, thunks included).
+    matmul, dot = np.matmul, np.dot
 
     def lean_matmul(a: Any, b: Any) -> Any:
         # matmul_fast_case for float64: a matrix or vector on each side
         if a.dtype is not _f64 or b.dtype is not _f64 or not (0 < a.ndim < 3 and 0 < b.ndim < 3):
             return impl(a, b)
-        return matmul(a, b), _MatmulPullback((a, b))
+        y = dot(a, b) if a.flags.forc and b.flags.forc else matmul(a, b)
+        return y, _MatmulPullback((a, b))
 
     return lean_matmul
 

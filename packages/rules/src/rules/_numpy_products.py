@@ -60,6 +60,24 @@ def matmul_fast_case(a: Any, b: Any) -> bool:
     )
 
 
+def product(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``x @ y`` for 1-d or 2-d arrays, through ``np.dot`` when both are float64 and C-
+    or F-contiguous: numpy then makes the same BLAS call for the two (same bits,
+    pinned by a test), and ``dot`` skips the generalised ufunc's setup (about 0.3 µs
+    of a 1.4 µs product of small matrices).
+
+    >>> product(np.eye(2), np.array([1.0, 2.0]))
+    array([1., 2.])
+    """
+    if x.dtype is _F64 and y.dtype is _F64 and x.flags.forc and y.flags.forc:
+        return _dot(x, y)
+    return x @ y
+
+
+_F64 = np.dtype(np.float64)
+_dot = np.dot
+
+
 def matmul_fast_cotangents(a: Any, b: Any, ȳ: Any, eager: bool = False) -> tuple:
     """``(NoTangent, ā, b̄)`` of ``a @ b`` (a ``matmul_fast_case``), the two as thunks,
     or computed now if ``eager`` (for small operands, where a thunk costs more than
@@ -73,15 +91,15 @@ def matmul_fast_cotangents(a: Any, b: Any, ȳ: Any, eager: bool = False) -> tupl
     if a.ndim == 2:
         if b.ndim == 2:
             if eager:
-                return (_NO, ȳ @ b.T, a.T @ ȳ)
-            return (_NO, Thunk(lambda: ȳ @ b.T), Thunk(lambda: a.T @ ȳ))
+                return (_NO, product(ȳ, b.T), product(a.T, ȳ))
+            return (_NO, Thunk(lambda: product(ȳ, b.T)), Thunk(lambda: product(a.T, ȳ)))
         if eager:
-            return (_NO, np.outer(ȳ, b), a.T @ ȳ)
-        return (_NO, Thunk(lambda: np.outer(ȳ, b)), Thunk(lambda: a.T @ ȳ))
+            return (_NO, np.outer(ȳ, b), product(a.T, ȳ))
+        return (_NO, Thunk(lambda: np.outer(ȳ, b)), Thunk(lambda: product(a.T, ȳ)))
     if b.ndim == 2:
         if eager:
-            return (_NO, b @ ȳ, np.outer(a, ȳ))
-        return (_NO, Thunk(lambda: b @ ȳ), Thunk(lambda: np.outer(a, ȳ)))
+            return (_NO, product(b, ȳ), np.outer(a, ȳ))
+        return (_NO, Thunk(lambda: product(b, ȳ)), Thunk(lambda: np.outer(a, ȳ)))
     if eager:
         return (_NO, ȳ * b, ȳ * a)
     return (_NO, Thunk(lambda: ȳ * b), Thunk(lambda: ȳ * a))  # vector · vector
