@@ -312,30 +312,32 @@ def fasti_add_into(a: Any, b: Any, k: int) -> Any:
     A bias add (``x @ W + b``) gets a new array: writing it into ``x @ W``'s
     buffer measured 10% slower on the large MLP (the freed buffer no longer
     serves the next allocation of its size)."""
-    out = _same_shape_into(a, b, k, operator.add, _add)
+    out = _arrays_into(a, b, k, operator.add, _add, 1.0)
     return fasti_add(a, b) if out is None else out
 
 
 def fasti_sub_into(a: Any, b: Any, k: int) -> Any:
     """``fasti_sub`` with a dying operand ``k``, as ``fasti_add_into``."""
-    out = _same_shape_into(a, b, k, operator.sub, _subtract)
+    out = _arrays_into(a, b, k, operator.sub, _subtract, -1.0)
     return fasti_sub(a, b) if out is None else out
 
 
-def _same_shape_into(a: Any, b: Any, k: int, op: Any, ufunc: Any) -> Any:
-    """``(a ± b, None)`` for two float arrays of one shape and dtype (None for any
-    other operands), written into operand ``k`` when it owns writable memory and is
-    held only by the generated code's dying variable. References to it then: that
-    variable, the ``*_into`` helper's parameter, this one, getrefcount's argument."""
+def _arrays_into(a: Any, b: Any, k: int, op: Any, ufunc: Any, sign: float) -> Any:
+    """``(a ± b, pullback)`` for two float arrays of one dtype (None for any other
+    operands, which ``fasti_add``/``fasti_sub`` take). Of one shape, the result is
+    written into operand ``k`` when it owns writable memory and is held only by the
+    generated code's dying variable. References to it then: that variable, the
+    ``*_into`` helper's parameter, this one, getrefcount's argument."""
     if (
         type(a) is not _ndarray
         or type(b) is not _ndarray
-        or a.shape != b.shape  # a bias add, most often: fasti_add's broadcasting path
         or a.dtype is not b.dtype
         or a.dtype.kind != "f"
         or op not in FLAGS.arrays
     ):
         return None
+    if a.shape != b.shape:  # a bias add, most often
+        return ufunc(a, b), _broadcast_pullback(a, b, sign)
     if k == 1:
         if _sys_getrefcount(a) <= 4 and a.base is None and a.flags.writeable:
             return ufunc(a, b, out=a), None
