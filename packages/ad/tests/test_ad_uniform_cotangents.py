@@ -217,6 +217,21 @@ def test_a_product_takes_a_uniform_cotangent_of_ones_as_read_only_views(used):
         same_bits(db, np.array(s) * a)
 
 
+@pytest.mark.parametrize("shape", [(0, 3), (1,), (N,)])
+def test_other_read_only_cotangents_are_multiplied_out(shape):
+    # empty, one entry, or read-only but not uniform: the plain products
+    from ad._fast_adjoint import mul_adjoint
+
+    rng = np.random.default_rng(10)
+    b, a = rng.normal(size=shape), rng.normal(size=shape)
+    s = np.ones(shape) if shape != (N,) else rng.normal(size=shape)
+    s.flags.writeable = False
+    _, da, db = mul_adjoint([b, a], s, 3)
+    same_bits(da, s * b)
+    same_bits(db, s * a)
+    assert da.flags.writeable and db.flags.writeable
+
+
 def test_a_float32_product_is_multiplied_out():
     from ad._fast_adjoint import mul_adjoint
 

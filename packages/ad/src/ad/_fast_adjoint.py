@@ -69,7 +69,7 @@ def mul_adjoint(p: Any, s: Any, used: int) -> tuple:
 def _is_ones(s: Any, f: Any) -> bool:
     """Whether ``s`` is a float64 ``uniform`` array of ones shaped as the float64 ``f``,
     so that ``s * f`` has ``f``'s values, shape and dtype."""
-    return s.flat[0] == 1.0 and s.dtype is _f64 is f.dtype and s.shape == f.shape and _uniform(s)
+    return _uniform(s) and s.flat[0] == 1.0 and s.dtype is _f64 is f.dtype and s.shape == f.shape
 
 
 def _read_only(a: Any) -> Any:
