@@ -26,6 +26,7 @@ import numpy as np
 
 from rules import _numpy_elementwise as _ew
 from rules._numpy_products import matmul_fast_cotangents as _matmul_fast_cotangents
+from rules._numpy_products import product as _product
 from rules._util import getrefcount as _sys_getrefcount  # sys.getrefcount where calibrated
 from rules._util import unbroadcast
 from rulescore import AbstractZero, InplaceableThunk, NoTangent, Thunk, ZeroTangent, rrule, unthunk
@@ -678,16 +679,14 @@ EAGER_MATMUL_ENTRIES = 2048
 
 def _lean_matmul(f: Any, impl: Callable) -> Callable:
     # a @ b for two float64 matrices or a matrix and a vector: the rule's value
-    # (np.matmul, or np.dot with the same bits: rules' ``product``) and its pullback
-    # (the rule's fast cotangents, thunks included).
-    matmul, dot = np.matmul, np.dot
+    # (rules' ``product``: np.dot where it has the bits of @) and its pullback (the
+    # rule's fast cotangents, thunks included).
 
     def lean_matmul(a: Any, b: Any) -> Any:
         # matmul_fast_case for float64: a matrix or vector on each side
         if a.dtype is not _f64 or b.dtype is not _f64 or not (0 < a.ndim < 3 and 0 < b.ndim < 3):
             return impl(a, b)
-        y = dot(a, b) if a.flags.forc and b.flags.forc else matmul(a, b)
-        return y, _MatmulPullback((a, b))
+        return _product(a, b), _MatmulPullback((a, b))
 
     return lean_matmul
 

@@ -52,7 +52,7 @@ def mul_adjoint(p: Any, s: Any, used: int) -> tuple:
     """
     if type(p) is not _list:
         return p(s)
-    if type(s) is _ndarray and not s.flags.writeable and _is_ones(s, p[0]):
+    if type(s) is _ndarray and not s.flags.writeable and _uniform_value(s, p[0]) == 1.0:
         # a whole-array sum's cotangent of ones: each partial is the cotangent
         return (
             None,
@@ -66,10 +66,13 @@ def mul_adjoint(p: Any, s: Any, used: int) -> tuple:
     return None, None, _last_product(s, p[1])
 
 
-def _is_ones(s: Any, f: Any) -> bool:
-    """Whether ``s`` is a float64 ``uniform`` array of ones shaped as the float64 ``f``,
-    so that ``s * f`` has ``f``'s values, shape and dtype."""
-    return _uniform(s) and s.flat[0] == 1.0 and s.dtype is _f64 is f.dtype and s.shape == f.shape
+def _uniform_value(s: Any, f: Any) -> Any:
+    """The value of ``s``, read-only, if it is a float64 ``uniform`` array (a whole-array
+    sum's cotangent) shaped as the float64 ``f``, so that ``v * f`` has the values,
+    shape and dtype of ``s * f``; else None."""
+    if _uniform(s) and s.dtype is _f64 is f.dtype and s.shape == f.shape:
+        return s.flat[0]
+    return None
 
 
 def _read_only(a: Any) -> Any:
@@ -95,13 +98,13 @@ def pow_adjoint(p: Any, s: Any, n: int) -> tuple:
     if n == 1:
         return None, s * 1, None
     a = p[0]
-    if type(s) is _ndarray and s.shape == a.shape and a.dtype is s.dtype and _uniform(s):
-        # a whole-array sum's cotangent (float64, v in every entry): one product,
-        # (n v) a^(n-1)
-        if n == 2:
-            return None, (s.flat[0] * 2) * a, None
-        f = a ** (n - 1)
-        return None, _multiply(f, s.flat[0] * n, out=f), None
+    if type(s) is _ndarray and not s.flags.writeable:
+        v = _uniform_value(s, a)
+        if v is not None:  # v in every entry: one product, (n v) a^(n-1)
+            if n == 2:
+                return None, (v * 2) * a, None
+            f = a ** (n - 1)
+            return None, _multiply(f, v * n, out=f), None
     if n == 2:
         return None, _last_product(s, 2 * a), None
     return None, _last_product(s, n * a ** (n - 1)), None
