@@ -12,12 +12,15 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+import numpy as np
+
 from . import (
     _rules_iteration,  # noqa: F401  (registers the iteration rules)
     _runtime,
 )
 from ._fast import FAST_HELPERS
 from ._fast_adjoint import mul_adjoint, pow_adjoint
+from ._fused import FUSED, fused_seed
 from ._rules_containers import (
     apply,
     aslist,
@@ -69,6 +72,14 @@ HELPERS: dict[str, Any] = {
     "_ad_op_getitem": operator.getitem,
     "_ad_mul_adjoint": mul_adjoint,
     "_ad_pow_adjoint": pow_adjoint,
+    # fused regions (transform.fuse)
+    "_ad_FZ": FUSED,
+    "_ad_np": np,
+    "_ad_ndarray": np.ndarray,
+    "_ad_f64": np.dtype(np.float64),
+    "_ad_f64s": np.float64,
+    "_ad_slice": slice,
+    "_ad_fused_seed": fused_seed,
 }
 HELPERS.update(FAST_HELPERS)
 for _op in [*BINOPS.values(), *UNARYOPS.values()]:

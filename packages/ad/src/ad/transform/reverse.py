@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import ast
 import copy
+from collections import Counter
 from dataclasses import dataclass, field
 
+from .._fused import REDUCTIONS
 from ..errors import UnsupportedSyntaxError
 from ._nodes import FAST_OPS, LOAD, STORE, TYPE_PARAMS, Z, at, forget_shared, plain
 from ._nodes import assign as _assign
@@ -28,8 +30,16 @@ from ._nodes import call as _call
 from ._nodes import const as _const
 from ._nodes import load as _ln
 from ._nodes import store as _sn
-from .activity import loaded_names, param_names, stored_names, value_is_active, value_reads
+from .activity import (
+    all_nodes,
+    loaded_names,
+    param_names,
+    stored_names,
+    value_is_active,
+    value_reads,
+)
 from .codegen import mark_located
+from .fuse import Region, emit, find_regions, module_attribute
 from .guards import copied_names, rebound_names, returned_names, shared_object_guards
 from .inline import inline_adjoint, inline_op
 from .simplify import simplify_adjoint
@@ -125,6 +135,22 @@ def _reuse_dying_operand(fwd: list[ast.stmt], dying: set[str], line: int) -> Non
                     return
 
 
+_FUSED_HELPERS = (
+    "_ad_FZ",
+    "_ad_np",
+    "_ad_ndarray",
+    "_ad_f64",
+    "_ad_f64s",
+    "_ad_slice",
+    "_ad_fused_seed",
+)
+
+
+def _reduces(s: ast.stmt) -> bool:
+    """Whether ``s`` binds a whole-array reduction (``np.sum``): a region may end there."""
+    return module_attribute(getattr(s, "value", None)) in REDUCTIONS
+
+
 def _single_temporaries(body: list[ast.stmt]) -> frozenset[str]:
     """ANF temporaries (``_ad_t<n>``) bound by exactly one assignment and read by
     no nested function or lambda: the primal may drop them after their last use."""
@@ -176,6 +202,9 @@ class _Gen:
     accumulations: dict[int, tuple] = field(default_factory=dict)  # by id, see accumulate
     returns: list[ast.Return] = field(default_factory=list)  # pure form: each gets its _ad_back
     frames: list[list] = field(default_factory=list)  # (block, index) being generated
+    body: list[ast.stmt] = field(default_factory=list)  # the ANF function's
+    loads: Counter | None = None  # how often each name is read in ``body`` (see regions)
+    n_fused: int = 0
 
     # --- tape ---------------------------------------------------------------
 
@@ -298,6 +327,7 @@ class _Gen:
         outputs: list[tuple[int, str]] = []  # (index, temporary) from a call with a rule
         frame: list = [stmts, 0]
         self.frames.append(frame)
+        regions = self.regions(stmts, depth)
         for i, s in enumerate(stmts):
             is_tail = tail and i == len(stmts) - 1
             if isinstance(s, ast.Return) and not is_tail:
@@ -308,6 +338,14 @@ class _Gen:
             n_calls = self.n_calls
             frame[1] = i
             f, b = self.stmt(s, depth, is_tail)
+            region = regions.get(i)
+            if region is not None:  # computed at the root, fused or not (see ``fused``)
+                region.fallback.append((f, b))
+                if i != region.root.index:
+                    fwds.append([])
+                    chunks.append([])
+                    continue
+                f, b = self.fused(region)
             if self.n_calls != n_calls and type(s) is ast.Assign:
                 t = s.targets[0]
                 if type(t) is _Name and t.id in self.releasable:
@@ -316,20 +354,26 @@ class _Gen:
             chunks.append(b)
         self.frames.pop()
         if outputs and not self.pure:
-            self.release_dead(stmts, fwds, outputs)
+            moved = {i: r.root.index for i, r in regions.items()}
+            self.release_dead(stmts, fwds, outputs, moved)
         fwd = [x for chunk in fwds for x in chunk]
         bwd = [x for chunk in reversed(chunks) for x in chunk]
         return fwd, bwd
 
     def release_dead(
-        self, stmts: list[ast.stmt], fwds: list[list[ast.stmt]], outputs: list[tuple[int, str]]
+        self,
+        stmts: list[ast.stmt],
+        fwds: list[list[ast.stmt]],
+        outputs: list[tuple[int, str]],
+        moved: dict[int, int],
     ) -> None:
         """Drop the primal's reference to each temporary after its last use.
 
         A temporary the tape needs is held by the tape; the others (an array
         ``x * y`` only summed later) would otherwise live until ``_ad_fwd``
         returns, raising peak memory. Only ANF temporaries bound once, in this
-        block, and not read by a nested function are released.
+        block, and not read by a nested function are released. ``moved``: the
+        statements of fused regions, by index, and where they run (the root).
         """
         names = {n for _, n in outputs}
         last: dict[str, int] = {}
@@ -337,7 +381,7 @@ class _Gen:
             hit = _stmt_loads(stmts[j]) & names
             for n in hit:
                 if n not in last:
-                    last[n] = j
+                    last[n] = moved.get(j, j)
             names -= hit
             if not names:
                 break
@@ -351,6 +395,58 @@ class _Gen:
             targets = [at(_Name(n, _DEL), line) for n in ns]
             _reuse_dying_operand(fwds[j], set(ns), line)
             fwds[j].append(at(ast.Delete(targets), line))
+
+    def regions(self, stmts: list[ast.stmt], depth: int) -> dict[int, Region]:
+        """The fused regions among ``stmts`` (see ``fuse``), by statement index."""
+        if depth or self.pure or not any(_reduces(s) for s in stmts):
+            return {}
+        if self.loads is None:
+            self.loads = Counter(
+                n.id
+                for s in self.body
+                for n in all_nodes(s)
+                if type(n) is _Name and type(n.ctx) is ast.Load  # type: ignore[attr-defined]
+            )
+        found = find_regions(stmts, self.releasable, self.active, self.loads)
+        return {op.index: r for r in found for op in r.ops}
+
+    def fused(self, region: Region) -> tuple[list, list]:
+        """The primal and adjoint of a fused region, at its root: the fused form when
+        its test holds, else the members' own code (``region.fallback``), in order."""
+        root = region.root
+        line = root.line
+        self.n_fused += 1
+        flag = f"_ad_fz{self.n_fused}"
+        fz = emit(region, self.active, self.n_fused, f"{self.filename}:{line}")
+        for helper in _FUSED_HELPERS:
+            _ln(helper, line)  # the factory binds the helpers the tree reads
+        members = {op.target for op in region.ops[:-1]}
+        last = {a: k for k, op in enumerate(region.ops) for a in op.args if a in members}
+        fallback_f: list[ast.stmt] = [_assign(flag, _const(False, line), line)]
+        fallback_b: list[ast.stmt] = []
+        for k, (f, b) in enumerate(region.fallback):
+            dying = sorted(a for a, j in last.items() if j == k)
+            if dying:
+                at_line = region.ops[k].line
+                _reuse_dying_operand(f, set(dying), at_line)
+                f = [*f, at(ast.Delete([at(_Name(n, _DEL), at_line) for n in dying]), at_line)]
+            fallback_f += f
+            fallback_b[:0] = b
+        fused_f = [_assign(flag, _const(True, line), line), *fz.forward]
+        inner = list(fz.backward)
+        for name, array in fz.cotangents:
+            inner.append(self.accumulate(name, _ln(array, line), line))
+            inner.append(_assign(array, _const(None, line), line))
+        if fz.kept:
+            self.dropped.extend(fz.kept)
+            free = at(ast.Assign([_sn(n, line) for n in fz.kept], _const(None, line)), line)
+            inner.append(_if_once([free], [], line))
+        fused_b = [
+            at(ast.If(_is_not_z(d(root.target), line), inner, []), line),
+            *self.reset([root.target], line, 0),
+        ]
+        fwd = [at(ast.If(fz.guard, fused_f, fallback_f), line)]
+        return fwd, [at(ast.If(_ln(flag, line), fused_b, fallback_b), line)]
 
     def stmt(self, s: ast.stmt, depth: int, tail: bool) -> tuple[list, list]:
         line = getattr(s, "lineno", 0)
@@ -830,6 +926,7 @@ def generate(
         aliased=copied_names(fn),
         releasable=_single_temporaries(fn.body),
         pure=pure,
+        body=fn.body,
         callees=callees,
     )
     fwd_body, bwd_body = gen.block(fn.body, 0, True)

@@ -1,0 +1,625 @@
+"""Pass 5a, fuse: elementwise regions summed to a number, differentiated at transform time.
+
+A *region* is a set of ANF assignments of one block outside loops, such as
+rosenbrock's ``np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)``::
+
+    _ad_t7 = _ad_op_pow(_ad_t6, 2) ... _ad_t16 = _ad_op_add(_ad_t10, _ad_t15)
+    _ad_t17 = _ad_t1(_ad_t16)          # _ad_t1 = np.sum: the root
+
+whose temporaries are read by nothing but each other, and whose *root*, a
+whole-array ``np.sum`` or ``np.mean``, is its one result. Members are the
+operators ``+ - * /`` and unary ``-``, ``a ** n`` (a constant integer ``n >= 2``),
+the ufuncs of ``ad._fused.UFUNCS`` on one array, and basic slices ``x[i:j]``.
+
+``find_regions`` finds them; ``emit`` writes, for one region, a test and the two
+halves of its fused form. The test (at the root) holds when the inputs are float64
+arrays of one shape, the functions are numpy's, and their rules the built-in ones
+(``ad._fused.FUSED``). Then the primal is plain numpy, writing into the buffers of
+temporaries that died, and the adjoint is the one derived here, once: each
+cotangent is kept as a term ``c · v · f1 · f2 / g1`` (``v`` the root's cotangent,
+a float, ``c`` a constant), so constants fold and nothing is computed until an
+input needs its array. Otherwise the members run the per-operation path.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .._fused import REDUCTIONS, UFUNCS
+
+__all__ = ["Fused", "Region", "emit", "find_regions", "module_attribute"]
+
+_BINARY = ("add", "sub", "mul", "truediv")
+_OPERATOR = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
+_UFUNC_OF = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide"}
+#: ANF helpers that neither write nor call user code on arrays: a region's
+#: statements may be computed after them (at the root) instead of before.
+_IMPURE_OPS = ("_ad_op_setitem", "_ad_op_delitem", "_ad_op_iadd")
+
+
+@dataclass
+class Op:
+    """One member (or the root) of a region: ``target = kind(*args)``."""
+
+    index: int  # in the block
+    target: str
+    kind: str  # add sub mul truediv neg pow getitem, a ufunc, or sum/mean (the root)
+    args: list  # names, or numbers; getitem: [array, slice temporary]
+    func: str = ""  # a ufunc or root: the name bound to ``np.<kind>``
+    line: int = 0
+
+
+@dataclass
+class Region:
+    ops: list[Op]  # members in block order, then the root
+    fallback: list[tuple[list, list]] = field(default_factory=list)  # per op: its code
+
+    @property
+    def root(self) -> Op:
+        return self.ops[-1]
+
+
+def _atom(a: ast.expr, consts: dict[str, float]) -> str | float | None:
+    if type(a) is ast.Name:
+        return consts.get(a.id, a.id)
+    if type(a) is ast.Constant and type(a.value) in (int, float):
+        return a.value
+    return None
+
+
+def _as_op(i: int, t: str, v: ast.Call, attrs: dict, consts: dict, slices: set) -> Op | None:
+    fn = v.func.id  # type: ignore[attr-defined]
+    args = [_atom(a, consts) for a in v.args]
+    if any(a is None for a in args) or not any(type(a) is str for a in args):
+        return None
+    line = getattr(v, "lineno", 0)
+    if fn.startswith("_ad_op_"):
+        kind = fn[7:]
+        if kind in _BINARY and len(args) == 2:
+            return Op(i, t, kind, args, line=line)
+        if kind == "neg" and len(args) == 1:
+            return Op(i, t, kind, args, line=line)
+        if kind == "pow" and len(args) == 2 and type(args[0]) is str:
+            n = args[1]
+            if type(n) is int and n >= 2:
+                return Op(i, t, kind, args, line=line)
+        if kind == "getitem" and len(args) == 2 and args[1] in slices:
+            return Op(i, t, kind, args, line=line)
+        return None
+    attr = attrs.get(fn)
+    if attr is not None and len(args) == 1 and (attr in UFUNCS or attr in REDUCTIONS):
+        return Op(i, t, attr, args, func=fn, line=line)
+    return None
+
+
+def module_attribute(v: ast.expr) -> str | None:
+    """``attr`` for the ANF form of ``name.attr`` (``_ad_getattr(name, 'attr')``)."""
+    if type(v) is ast.Call and type(v.func) is ast.Name and v.func.id == "_ad_getattr":
+        args = v.args
+        if len(args) == 2 and type(args[0]) is ast.Name and type(args[1]) is ast.Constant:
+            return args[1].value if type(args[1].value) is str else None
+    return None
+
+
+def find_regions(
+    stmts: list[ast.stmt], temporaries: frozenset[str], active: set[str], loads: Counter
+) -> list[Region]:
+    """The regions among ``stmts``, a block outside loops. ``temporaries``: the ANF
+    temporaries bound once and captured by no nested function (the only members);
+    ``loads``: how often each name is read in the whole function."""
+    attrs: dict[str, str] = {}  # temporaries bound to ``<module>.<attr>``
+    consts: dict[str, float] = {}  # temporaries bound to ``-<number>``
+    slices: set[str] = set()
+    members: dict[str, Op] = {}
+    roots: list[tuple[Op, int]] = []  # and the last barrier before it
+    stored: list[str | None] = []  # what each statement binds (None: a barrier)
+    barrier = -1
+    for i, s in enumerate(stmts):
+        target = s.targets[0] if type(s) is ast.Assign and len(s.targets) == 1 else None
+        if type(target) is not ast.Name:
+            barrier = i
+            stored.append(None)
+            continue
+        t = target.id
+        stored.append(t)
+        v = s.value  # type: ignore[attr-defined]
+        kind = type(v)
+        attr = module_attribute(v)
+        if attr is not None:
+            if t in temporaries:
+                attrs[t] = attr
+            continue
+        if kind is ast.Constant or kind is ast.Name:
+            continue
+        if kind is not ast.Call or type(v.func) is not ast.Name or v.keywords:
+            barrier = i
+            continue
+        fn = v.func.id
+        if t in temporaries:
+            if fn == "slice":
+                slices.add(t)
+                continue
+            if fn == "_ad_op_neg" and len(v.args) == 1:
+                a = v.args[0]
+                if type(a) is ast.Constant and type(a.value) in (int, float):
+                    consts[t] = -a.value
+                    continue
+        op = _as_op(i, t, v, attrs, consts, slices)
+        if op is None:
+            if not ((fn.startswith("_ad_op_") and fn not in _IMPURE_OPS) or fn in attrs):
+                barrier = i
+        elif op.kind in REDUCTIONS:
+            roots.append((op, barrier))
+        elif t in temporaries and t in active:
+            members[t] = op
+    regions = []
+    for root, lo in roots:
+        ops = _grow(root, lo, members, loads)
+        if ops and _movable(ops, stmts, stored):
+            for op in ops:
+                op.line = getattr(stmts[op.index], "lineno", 0)
+                del members[op.target]
+            regions.append(Region([*ops, root]))
+    return regions
+
+
+def _grow(root: Op, lo: int, members: dict[str, Op], loads: Counter) -> list[Op]:
+    """The members of ``root``'s region, in block order: those it reaches through
+    members after the barrier ``lo``, less those read anywhere else."""
+    found: dict[str, Op] = {}
+    stack = [a for a in root.args if type(a) is str]
+    while stack:
+        name = stack.pop()
+        op = members.get(name)
+        if op is None or name in found or not lo < op.index < root.index:
+            continue
+        found[name] = op
+        stack.extend(a for a in op.args if type(a) is str)
+    while True:
+        inside = Counter(a for op in [*found.values(), root] for a in op.args if type(a) is str)
+        outside = [n for n in found if inside[n] != loads[n]]
+        if not outside:
+            break
+        for n in outside:
+            del found[n]
+    if root.args[0] not in found:
+        return []
+    return sorted(found.values(), key=lambda op: op.index)
+
+
+def _movable(ops: list[Op], stmts: list[ast.stmt], stored: list[str | None]) -> bool:
+    """Whether the members may all run at the root: every statement between the
+    first of them and the root binds one name, and none a name that a member
+    before it reads (its value would change before the root reads it)."""
+    read: set[str] = set()
+    mine = {op.index: op for op in ops}
+    for j in range(ops[0].index, ops[-1].index + 1):
+        op = mine.get(j)
+        if op is not None:
+            read.update(a for a in op.args if type(a) is str)
+        elif stored[j] is None or stored[j] in read:
+            return False
+    return True
+
+
+# --- the fused form -----------------------------------------------------------
+
+
+@dataclass
+class Fused:
+    """A region's fused form (see ``emit``)."""
+
+    guard: ast.expr
+    forward: list[ast.stmt]  # computes every member and the root's target
+    backward: list[ast.stmt]  # from ``_ad_v``: the inputs' cotangent arrays
+    cotangents: list[tuple[str, str]]  # (input, the local holding its cotangent)
+    kept: list[str]  # the forward's locals the backward reads
+
+
+_Term = tuple  # (coefficient, ((array name, ±1), ...)): every term also carries v
+
+
+class _Emitter:
+    """Derives a region's adjoint as terms and writes the lines that compute it."""
+
+    def __init__(self, region: Region, active: set[str], key: int) -> None:
+        self.region = region
+        self.active = active
+        self.key = key
+        self.member = {op.target: op for op in region.ops[:-1]}
+        self.aliases: dict[str, str] = {}  # input -> the forward's alias for the backward
+        self.lines: list[str] = []
+        self.pending: dict[str, tuple[str, str]] = {}  # derived name -> (kind, operand)
+        self.count = 0
+        self.scratch = f"_ad_zs{key}"
+        self.scratch_made = False
+        # x * y computed by the primal, by its (adjoint) factor names: a cotangent
+        # that is that product reads it instead of computing it again
+        self.products: dict[frozenset, str] = {}
+
+    def z(self, name: str) -> str:
+        """The fused primal's name for the value of member ``name``, else ``name``."""
+        if name in self.member:
+            return f"_ad_z{self.key}_{name[4:] if name.startswith('_ad_') else name}"
+        return name
+
+    def ref(self, name: str) -> str:
+        """The name the adjoint reads ``name``'s value by (kept from the primal)."""
+        if name in self.member:
+            return self.z(name)
+        alias = self.aliases.get(name)
+        if alias is None:
+            alias = self.aliases[name] = f"_ad_z{self.key}_i{len(self.aliases)}"
+        return alias
+
+    def fresh(self, base: str) -> str:
+        self.count += 1
+        return f"_ad_{base}{self.key}_{self.count}"
+
+    def derive(self, kind: str, name: str) -> str:
+        """A factor computed by the adjoint from ``name``'s value (``cos(x)``...)."""
+        out = self.fresh("zd")
+        self.pending[out] = (kind, self.ref(name))
+        return out
+
+    # --- the adjoint, symbolically ---------------------------------------
+
+    def backward(self) -> list[tuple[str, str]]:
+        """The adjoint's lines (in ``lines``), and the local holding each active
+        input's cotangent array."""
+        cot: dict[str, list[_Term]] = {}
+        scatter: dict[str, list[tuple[str, list[_Term]]]] = {}
+        active = self.active
+        for op in self.region.ops[:-1]:
+            if op.kind == "mul" and all(type(a) is str for a in op.args):
+                key = frozenset(self.ref(a) for a in op.args)
+                if len(key) == 2:
+                    self.products.setdefault(key, op.target)
+
+        def push(a: object, terms: list[_Term]) -> None:
+            if type(a) is str and a in active:
+                cot.setdefault(a, []).extend(terms)
+
+        root = self.region.root
+        cot[root.args[0]] = [(1.0, ())]
+        for op in reversed(self.region.ops[:-1]):
+            terms = _merged(cot.pop(op.target, []))
+            if not terms:
+                continue
+            args = op.args
+            fan_out = sum(1 for x in args if type(x) is str and x in active) > 1
+            # computed once when read by more than one term: a sum, or a product that
+            # goes to two operands (a factor computed by the adjoint is used up once)
+            if len(terms) > 1 or (
+                fan_out and (len(terms[0][1]) > 1 or any(f in self.pending for f, _ in terms[0][1]))
+            ):
+                terms = [(1.0, ((self.shared(terms), 1),))] if any(t[1] for t in terms) else terms
+            a = args[0]
+            kind = op.kind
+            if kind == "add":
+                push(a, terms)
+                push(args[1], terms)
+            elif kind == "sub":
+                push(a, terms)
+                push(args[1], _scaled(terms, -1.0))
+            elif kind == "neg":
+                push(a, _scaled(terms, -1.0))
+            elif kind == "mul":
+                b = args[1]
+                if a in active:
+                    push(a, self.times(terms, b, 1))
+                if b in active:
+                    push(b, self.times(terms, a, 1))
+            elif kind == "truediv":
+                b = args[1]
+                if a in active:
+                    push(a, self.times(terms, b, -1))
+                if b in active:  # ∂b = -c · out / b
+                    out = self.times(self.times(terms, op.target, 1), b, -1)
+                    push(b, _scaled(out, -1.0))
+            elif kind == "pow":
+                n = args[1]
+                f = self.ref(a) if n == 2 else self.derive(str(n - 1), a)
+                push(a, _scaled(_with(terms, f, 1), float(n)))
+            elif kind == "getitem":
+                if a in active:
+                    scatter.setdefault(a, []).append((args[1], terms))
+            elif kind == "sin":
+                push(a, _with(terms, self.derive("cos", a), 1))
+            elif kind == "cos":
+                push(a, _scaled(_with(terms, self.derive("sin", a), 1), -1.0))
+            elif kind == "exp":
+                push(a, self.times(terms, op.target, 1))
+            elif kind == "log":
+                push(a, self.times(terms, a, -1))
+            elif kind == "tanh":
+                push(a, _with(terms, self.derive("tanh", op.target), 1))
+            elif kind == "sqrt":
+                push(a, _scaled(self.times(terms, op.target, -1), 0.5))
+            else:  # pragma: no cover - find_regions admits no other kind
+                raise AssertionError(kind)
+        out = []
+        for name in sorted(set(cot) | set(scatter), key=self._order):
+            out.append((name, self.input_array(name, _merged(cot.get(name, [])), scatter)))
+        return out
+
+    def _order(self, name: str) -> int:
+        """Inputs in the order the primal first reads them."""
+        return next(op.index for op in self.region.ops if name in op.args)
+
+    def times(self, terms: list[_Term], f: object, power: int) -> list[_Term]:
+        """``terms`` times ``f ** power``: a number folds into the coefficients."""
+        if type(f) is not str:
+            return _scaled(terms, float(f) if power == 1 else 1.0 / float(f))  # type: ignore[arg-type]
+        return _with(terms, self.ref(f), power)
+
+    # --- materializing ----------------------------------------------------
+
+    def shared(self, terms: list[_Term]) -> str:
+        """A local holding ``Σ terms`` without v: a member's cotangent read by more than
+        one term. The primal's own ``x * y`` when it is that product."""
+        if len(terms) == 1:
+            c, fs = terms[0]
+            if c == 1.0 and len(fs) == 2 and fs[0][1] == fs[1][1] == 1:
+                target = self.products.get(frozenset(f for f, _ in fs))
+                if target is not None:
+                    return self.z(target)
+        name = self.fresh("zc")
+        self.sum_into(name, terms, with_v=False)
+        return name
+
+    def sum_into(self, name: str, terms: list[_Term], with_v: bool) -> None:
+        """Lines computing ``Σ terms`` (times v if ``with_v``) into a fresh array ``name``;
+        at least one term has factors."""
+        arrays = [t for t in terms if t[1]]
+        # first a term that needs a product anyway: a lone array adds in place after it
+        arrays.sort(key=lambda t: t[0] == 1.0 and len(t[1]) == 1 and t[1][0][0] not in self.pending)
+        numbers = sum(c for c, fs in terms if not fs)
+        if len(arrays) == 1 and not numbers:
+            self.product_into(name, arrays[0], fresh=True, with_v=with_v)
+            return
+        self.product_into(name, arrays[0], fresh=True)
+        for t in arrays[1:]:
+            self.add_into(name, t)
+        if numbers:
+            self.lines.append(f"{name} += {numbers!r}")
+        if with_v:
+            self.scaled_by_v(name)
+
+    def product_into(self, name: str, term: _Term, fresh: bool, with_v: bool = False) -> None:
+        """Lines computing ``c · f1 · f2 / g1`` (times v if ``with_v``) into ``name``: a
+        new array when ``fresh``, else into the existing array ``name`` (the scratch)."""
+        c, fs = term
+        scale = None  # the number to multiply by, as source
+        if with_v:
+            scale = "_ad_v" if c == 1.0 else f"({c!r} * _ad_v)"
+        elif c != 1.0:
+            scale = repr(c)
+        lines = self.lines
+        pos = [f for f, p in fs if p == 1]
+        neg = [f for f, p in fs if p == -1]
+        derived = [f for f in pos if f in self.pending]
+        out = "" if fresh else f", out={name}"
+        if derived:  # computed into the buffer, then the rest in place
+            first = derived[0]
+            pos.remove(first)
+            kind, r = self.pending.pop(first)
+            if kind == "cos" or kind == "sin":
+                lines.append(f"{name} = _ad_np.{kind}({r}{out})")
+            elif kind == "tanh":  # 1 - tanh²
+                lines.append(f"{name} = _ad_np.square({r}{out})")
+                lines.append(f"_ad_np.subtract(1.0, {name}, out={name})")
+            else:  # r ** (n - 1)
+                lines.append(f"{name} = _ad_np.power({r}, {kind}{out})")
+            if scale is not None:
+                lines.append(
+                    f"{name} *= {scale}" if c != 1.0 else f"if _ad_v != 1.0: {name} *= _ad_v"
+                )
+        elif pos:
+            if scale is not None and not (c == 1.0 and len(pos) > 1):
+                lines.append(f"{name} = _ad_np.multiply({scale}, {pos[0]}{out})")
+                del pos[0]
+            elif len(pos) > 1:  # c is 1: v (usually 1 too) after, if at all
+                lines.append(f"{name} = _ad_np.multiply({pos[0]}, {pos[1]}{out})")
+                del pos[:2]
+                if with_v:
+                    self.scaled_by_v(name)
+            else:
+                lines.append(
+                    f"{name} = _ad_np.copy({pos[0]})" if fresh else f"{name}[...] = {pos[0]}"
+                )
+                del pos[0]
+        else:
+            lines.append(f"{name} = _ad_np.divide({scale or '1.0'}, {neg[0]}{out})")
+            del neg[0]
+        for f in pos:
+            if f in self.pending:  # a second derived factor: into its own array
+                kind, r = self.pending.pop(f)
+                tmp = self.fresh("zd")
+                self.pending[tmp] = (kind, r)
+                self.product_into(tmp, (1.0, ((tmp, 1),)), fresh=True)
+                f = tmp
+            lines.append(f"{name} *= {f}")
+        lines.extend(f"{name} /= {f}" for f in neg)
+
+    def add_into(self, name: str, term: _Term) -> None:
+        """Lines adding ``term`` (without v) into the array ``name``."""
+        c, fs = term
+        if not fs:
+            self.lines.append(f"{name} += {c!r}")
+        elif c == 1.0 and len(fs) == 1 and fs[0][1] == 1 and fs[0][0] not in self.pending:
+            self.lines.append(f"{name} += {fs[0][0]}")
+        else:
+            w = self.scratch
+            self.product_into(w, term, fresh=not self.scratch_made)
+            self.scratch_made = True
+            self.lines.append(f"{name} += {w}")
+
+    def scaled_by_v(self, name: str) -> None:
+        self.lines.append(f"if _ad_v != 1.0: {name} *= _ad_v")
+
+    def input_array(self, name: str, terms: list[_Term], scatter: dict) -> str:
+        """The local holding input ``name``'s cotangent array, an array of its own."""
+        g = self.fresh("zg")
+        parts = scatter.get(name, [])
+        if not parts and not any(fs for _, fs in terms):
+            total = sum(c for c, _ in terms)
+            self.lines.append(f"{g} = _ad_np.full({self.ref(name)}.shape, {total!r} * _ad_v)")
+            return g
+        if parts:
+            self.lines.append(f"{g} = _ad_np.zeros_like({self.ref(name)})")
+            for t in terms:
+                self.add_into(g, t)
+            for s, ts in parts:
+                view = self.fresh("zv")
+                self.lines.append(f"{view} = {g}[{s}]")
+                for t in _merged(ts):
+                    self.add_into(view, t)
+            self.scaled_by_v(g)
+        else:
+            self.sum_into(g, terms, with_v=True)
+        return g
+
+
+def _merged(terms: list[_Term]) -> list[_Term]:
+    """``terms`` with those of the same factors added up."""
+    if len(terms) < 2:
+        return terms
+    out: dict[tuple, float] = {}
+    for c, fs in terms:
+        out[fs] = out.get(fs, 0.0) + c
+    return [(c, fs) for fs, c in out.items()]
+
+
+def _scaled(terms: list[_Term], k: float) -> list[_Term]:
+    return [(c * k, fs) for c, fs in terms]
+
+
+def _with(terms: list[_Term], f: str, power: int) -> list[_Term]:
+    return [(c, tuple(sorted((*fs, (f, power))))) for c, fs in terms]
+
+
+def emit(region: Region, active: set[str], key: int, site: str) -> Fused:
+    """The fused form of ``region``; ``key`` makes its names unique in the function."""
+    em = _Emitter(region, active, key)
+    root = region.root
+    d = f"_ad_d_{root.target}"
+    lines = [f"_ad_v = {d} if type({d}) is float else _ad_fused_seed({d}, {site!r})"]
+    if root.kind == "mean":
+        n = f"_ad_z{key}_n"
+        lines.append(f"_ad_v = _ad_v / {n} if {n} else 0.0")
+    cotangents = em.backward()
+    backward = ast.parse("\n".join(lines + em.lines)).body
+    read = {n.id for st in backward for n in ast.walk(st) if type(n) is ast.Name}
+    kept = [n for n in [*em.aliases.values(), *map(em.z, em.member)] if n in read]
+    if root.kind == "mean":
+        kept.append(f"_ad_z{key}_n")
+    forward, guard = _primal(em, set(kept))
+    line = root.line
+    return Fused(
+        guard=_located(ast.parse(guard, mode="eval").body, line),
+        forward=forward,
+        backward=[_located(s, line) for s in backward],
+        cotangents=cotangents,
+        kept=kept,
+    )
+
+
+def _primal(em: _Emitter, kept: set[str]) -> tuple[list[ast.stmt], str]:
+    """The fused primal's statements (each at its member's line) and the test."""
+    region, key = em.region, em.key
+    ops, root = region.ops[:-1], region.root
+    member = em.member
+    views = [op for op in ops if op.kind == "getitem"]
+    view_names = {op.target for op in views}
+    inputs: dict[str, None] = {}
+    for op in ops:
+        for a in op.args[:1] if op.kind == "getitem" else op.args:
+            if type(a) is str and a not in member:
+                inputs[a] = None
+    slices = {op.args[1]: None for op in views}
+    funcs = {op.func: op.kind for op in region.ops if op.func}
+    tests = ["_ad_FZ.ok", *(f"{f} is _ad_np.{k}" for f, k in funcs.items())]
+    for a in inputs:
+        tests.append(f"type({a}) is _ad_ndarray and {a}.dtype is _ad_f64")
+    tests += [f"type({s}) is _ad_slice" for s in slices]
+    shapes = [f"{a}.shape" for a in inputs if _direct(a, ops)]
+    stmts: list[tuple[str, int]] = []
+    if len(shapes) + len(views) > 1:
+        shapes += [f"({em.z(op.target)} := {op.args[0]}[{op.args[1]}]).shape" for op in views]
+        tests.append(" == ".join(shapes))
+    else:
+        stmts += [(f"{em.z(op.target)} = {op.args[0]}[{op.args[1]}]", op.line) for op in views]
+    stmts += [(f"{z} = {a}", root.line) for a, z in em.aliases.items() if z in kept]
+    last_use: dict[str, int] = {}
+    for k, op in enumerate(region.ops):
+        for a in op.args:
+            if type(a) is str and a in member:
+                last_use[a] = k
+    pool: list[str] = []
+    for k, op in enumerate(ops):
+        if op.kind == "getitem":
+            continue
+        z = em.z(op.target)
+        args = [em.z(a) if type(a) is str else repr(a) for a in op.args]
+        dying = [
+            em.z(a)
+            for a in dict.fromkeys(op.args)
+            if type(a) is str
+            and a in member
+            and a not in view_names
+            and last_use[a] == k
+            and em.z(a) not in kept
+        ]
+        buffers = pool + dying
+        out = buffers.pop(0) if buffers else None
+        pool = buffers
+        stmts.append((f"{z} = {_op_expr(op, args, out)}", op.line))
+    # What the rules compute (see ``ad._fast._lean_reduction``): np.add.reduce, as
+    # np.sum does, and for the mean its division, as np.mean does (with its warning
+    # and NaN for an empty array).
+    arg = em.z(root.args[0])
+    if root.kind == "mean":
+        n = f"_ad_z{key}_n"
+        stmts.append((f"{n} = {arg}.size", root.line))
+        total = f"_ad_f64s(_ad_np.add.reduce({arg}, None) / {n}) if {n} else {root.func}({arg})"
+    else:
+        total = f"_ad_np.add.reduce({arg}, None)"
+    stmts.append((f"{root.target} = {total}", root.line))
+    dead = [em.z(op.target) for op in ops if em.z(op.target) not in kept]
+    if dead:
+        stmts.append((f"del {', '.join(dict.fromkeys(dead))}", root.line))
+    out_stmts = [_located(ast.parse(src).body[0], ln) for src, ln in stmts]
+    return out_stmts, " and ".join(tests)
+
+
+def _direct(a: str, ops: list[Op]) -> bool:
+    """Whether input ``a`` is an operand of an elementwise member (not only sliced)."""
+    return any(a in op.args for op in ops if op.kind != "getitem")
+
+
+def _op_expr(op: Op, args: list[str], out: str | None) -> str:
+    kind = op.kind
+    if kind in _BINARY:
+        if out is None:
+            return f"{args[0]} {_OPERATOR[kind]} {args[1]}"
+        return f"_ad_np.{_UFUNC_OF[kind]}({args[0]}, {args[1]}, out={out})"
+    if kind == "neg":
+        return f"-{args[0]}" if out is None else f"_ad_np.negative({args[0]}, out={out})"
+    if kind == "pow":
+        if out is None:
+            return f"{args[0]} ** {args[1]}"
+        if args[1] == "2":
+            return f"_ad_np.square({args[0]}, out={out})"
+        return f"_ad_np.power({args[0]}, {args[1]}, out={out})"
+    return f"{op.func}({args[0]})" if out is None else f"{op.func}({args[0]}, out={out})"
+
+
+def _located(node: ast.AST, line: int) -> ast.AST:
+    for n in ast.walk(node):
+        if "lineno" in n._attributes:
+            n.lineno = n.end_lineno = line  # type: ignore[attr-defined]
+            n.col_offset = n.end_col_offset = 0  # type: ignore[attr-defined]
+    return node

@@ -1,0 +1,322 @@
+"""Fused elementwise regions (``ad.transform.fuse``).
+
+An elementwise expression over float arrays of one shape, summed (or averaged) to
+a number, runs as plain numpy with an adjoint derived at transform time. Each
+test compares the fused path with central differences or hand-derived values,
+and with the per-operation path (``FUSED.ok`` off) on the same program; the
+conditions under which a region falls back are tested too.
+"""
+
+import contextlib
+import importlib.util
+import itertools
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ad
+from ad import CotangentShapeError
+from ad._fused import FUSED
+from ad.transform import _CELLS
+from rulescore import ZeroTangent
+
+_counter = itertools.count()
+
+
+@contextlib.contextmanager
+def per_operation():
+    """Run the per-operation path: what every region falls back to."""
+    FUSED.ok = False
+    try:
+        yield
+    finally:
+        FUSED.ok = True
+
+
+@contextlib.contextmanager
+def fallback_refused(*helpers):
+    """Make the per-operation helpers raise, so only the fused path can succeed."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the per-operation path ran")
+
+    saved = {h: _CELLS[h].cell_contents for h in helpers}
+    try:
+        for h in helpers:
+            _CELLS[h].cell_contents = refuse
+        yield
+    finally:
+        for h, v in saved.items():
+            _CELLS[h].cell_contents = v
+
+
+def load(source, tmp_path):
+    """A function ``f`` defined by ``source`` in a file (the transform reads source)."""
+    path = tmp_path / f"fused_{next(_counter)}.py"
+    path.write_text("import numpy as np\n\n" + textwrap.dedent(source))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.f
+
+
+def dense(gradients, n):
+    """``None`` (an argument the value does not depend on) as zeros."""
+    return tuple(np.zeros(n) if g is None else g for g in gradients)
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def rosenbrock_grad(x):
+    r = x[1:] - x[:-1] ** 2
+    g = np.zeros_like(x)
+    g[:-1] = -400.0 * x[:-1] * r - 2.0 * (1.0 - x[:-1])
+    g[1:] += 200.0 * r
+    return g
+
+
+def test_rosenbrock_is_fused_and_matches_the_hand_written_gradient():
+    src = ad.code_adjoint(rosenbrock, np.ones(4))
+    assert "_ad_fz1 = True" in src and "_ad_np.add.reduce" in src
+    x = np.random.default_rng(0).uniform(-1.5, 1.5, 50)
+    x0 = x.copy()
+    ad.gradient(rosenbrock, x)  # transformed: the helpers' cells exist
+    with fallback_refused("_ad_fasti_pow", "_ad_fasti_sub_into", "_ad_rcall"):
+        (g,) = ad.gradient(rosenbrock, x)
+    assert np.allclose(g, rosenbrock_grad(x), rtol=1e-13, atol=1e-12)
+    assert np.array_equal(x, x0)
+    assert g.flags.owndata and g.flags.writeable
+    with per_operation():
+        (g_ops,) = ad.gradient(rosenbrock, x)
+    assert np.allclose(g, g_ops, rtol=1e-13, atol=1e-12)
+
+
+def test_the_value_is_numpys_bit_for_bit():
+    x = np.random.default_rng(1).normal(size=1001)
+    y, _ = ad.pullback(rosenbrock, x)
+    assert y == rosenbrock(x) and type(y) is np.float64
+
+
+# Each member kind, as the only or the main operation of a summed expression; the
+# arguments are positive where the function needs it (log, sqrt, division).
+EXPRESSIONS = [
+    "np.sum(x + y)",
+    "np.sum(x - y)",
+    "np.sum(2.0 - x * y)",
+    "np.sum(x * y * x)",
+    "np.sum(x / y)",
+    "np.sum(3.0 / x + y / 2)",
+    "np.sum(-x * y)",
+    "np.sum(x ** 2 + y ** 3 + x ** 5)",
+    "np.sum(np.sin(x) * np.cos(y))",
+    "np.sum(np.exp(x) - np.log(y))",
+    "np.sum(np.tanh(x * y))",
+    "np.sum(np.sqrt(x) * y)",
+    "np.mean((x - y) ** 2)",
+    "np.mean(np.sin(x) + 1)",
+    "np.sum(x[1:] * y[:-1] - x[:-1])",
+    "np.sum(np.sin(x) * np.exp(-0.5 * x * x) + np.tanh(y) * x + y * y)",
+    "np.sum(x * x) + np.sum(np.cos(y) * x)",
+]
+
+
+@pytest.mark.parametrize("expression", EXPRESSIONS)
+@pytest.mark.parametrize("n", [1, 7, 300])
+def test_each_member_kind_matches_finite_differences(tmp_path, numgrad, expression, n):
+    f = load(f"def f(x, y):\n    return {expression}\n", tmp_path)
+    rng = np.random.default_rng(n)
+    x, y = rng.uniform(0.5, 1.5, n), rng.uniform(0.5, 1.5, n)
+    assert "_ad_fz1 = True" in ad.code_adjoint(f, x, y)
+    gx, gy = dense(ad.gradient(f, x, y), n)
+    nx, ny = numgrad(f, x, y)
+    assert np.allclose(gx, nx, rtol=1e-6, atol=1e-7)
+    assert np.allclose(gy, ny, rtol=1e-6, atol=1e-7)
+    with per_operation():
+        ox, oy = dense(ad.gradient(f, x, y), n)
+    assert np.allclose(gx, ox, rtol=1e-12, atol=1e-13)
+    assert np.allclose(gy, oy, rtol=1e-12, atol=1e-13)
+
+
+def test_a_temporary_read_after_the_sum_is_no_member(tmp_path):
+    """``t`` is read again after the sum (a user variable, not a temporary): the
+    region is only what the sum alone reads."""
+    f = load(
+        """
+        def f(x, y):
+            t = x * y
+            s = np.sum(np.sin(t) * x)
+            return s + np.sum(t)
+        """,
+        tmp_path,
+    )
+    x, y = np.linspace(0.1, 1.0, 5), np.linspace(1.0, 2.0, 5)
+    gx, gy = ad.gradient(f, x, y)
+    t = x * y
+    assert np.allclose(gx, np.cos(t) * y * x + np.sin(t) + y)
+    assert np.allclose(gy, np.cos(t) * x * x + x)
+
+
+@pytest.mark.parametrize(
+    "x, y",
+    [
+        (np.linspace(0.5, 1.5, 6), np.linspace(0.5, 1.5, 3)[:, None]),  # broadcasting
+        (np.linspace(0.5, 1.5, 6).astype(np.float32), np.linspace(0.5, 1.5, 6)),
+        (np.arange(1, 7), np.linspace(0.5, 1.5, 6)),  # an integer array
+        (1.25, np.linspace(0.5, 1.5, 6)),  # a Python float
+    ],
+    ids=["broadcast", "float32", "int", "scalar"],
+)
+def test_other_operands_fall_back_to_the_per_operation_path(tmp_path, numgrad, x, y):
+    f = load("def f(x, y):\n    return np.sum(np.sin(x) * y + x * x)\n", tmp_path)
+    gx, gy = ad.gradient(f, x, y)
+    nx, ny = numgrad(f, x, y)
+    if not isinstance(x, np.ndarray) or x.dtype.kind == "f":
+        assert np.allclose(gx, nx, rtol=1e-4, atol=1e-5)
+    assert np.allclose(gy, ny, rtol=1e-4, atol=1e-5)
+
+
+def test_the_pullback_may_run_twice_and_with_any_number(tmp_path):
+    f = load("def f(x):\n    return np.mean(np.exp(x[1:]) * x[:-1] - x[1:] ** 2)\n", tmp_path)
+    x = np.linspace(-1.0, 1.0, 9)
+    y, back = ad.pullback(f, x)
+    (g1,) = ad.gradient(f, x)
+    (a,) = back(2.5)
+    (b,) = back(np.float64(2.5))
+    (c,) = back(np.array(2.5))
+    (d,) = back(2.5 + 3.0j)  # a complex cotangent of a real result: its real part
+    for got in (a, b, c, d):
+        assert np.allclose(got, 2.5 * g1, rtol=1e-14)
+    assert a is not b
+    (z,) = back(ZeroTangent())
+    assert z is None or np.all(np.asarray(z) == 0)
+
+
+def test_a_cotangent_that_is_not_one_number_is_refused(tmp_path):
+    f = load("def f(x):\n    return np.sum(x * x)\n", tmp_path)
+    _, back = ad.pullback(f, np.ones(3))
+    with pytest.raises(CotangentShapeError, match=r"fused_\d+\.py:4: .*single number.*\(2,\)"):
+        back(np.ones(2))
+
+
+def test_an_empty_mean_has_an_empty_gradient(tmp_path):
+    f = load("def f(x):\n    return np.mean(x * x)\n", tmp_path)
+    with pytest.warns(RuntimeWarning):
+        (g,) = ad.gradient(f, np.zeros(0))
+    assert g.shape == (0,)
+
+
+def test_gradients_are_fresh_arrays_and_the_inputs_untouched(tmp_path):
+    """The fused primal writes into its own dead temporaries only, never into an
+    argument or a slice of one, and each gradient is an array of its own."""
+    f = load(
+        """
+        def f(x, y):
+            return np.sum(np.exp(-(x[1:] - y[1:]) ** 2) + (x[:-1] * y[:-1]) / 2.0 + y[1:])
+        """,
+        tmp_path,
+    )
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=400), rng.normal(size=400)
+    x0, y0 = x.copy(), y.copy()
+    gx, gy = ad.gradient(f, x, y)
+    assert np.array_equal(x, x0) and np.array_equal(y, y0)
+    for g in (gx, gy):
+        assert g.flags.owndata and g.flags.writeable
+        assert not np.shares_memory(g, x) and not np.shares_memory(g, y)
+    assert not np.shares_memory(gx, gy)
+
+
+def test_a_user_rule_turns_fusion_off(tmp_path):
+    """Checked in a fresh interpreter: rules cannot be unregistered."""
+    script = tmp_path / "user_rule.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import numpy as np
+            import ad
+            from ad._fused import FUSED
+            from rulescore import NoTangent, rrule
+
+            def f(x):
+                return np.sum(np.sin(x) * x)
+
+            x = np.linspace(0.0, 1.0, 5)
+            assert FUSED.ok
+            g0 = ad.gradient(f, x)[0]
+
+            @rrule.register(np.sin)
+            def _(x: np.ndarray):
+                return np.sin(x), lambda ȳ: (NoTangent(), 10.0 * ȳ)
+
+            assert not FUSED.ok
+            g1 = ad.gradient(f, x)[0]
+            assert np.allclose(g1 - g0, (10.0 - np.cos(x)) * x), (g0, g1)
+            print("ok")
+            """
+        )
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+# --- random regions -------------------------------------------------------------
+
+UNARY = ["np.sin", "np.cos", "np.tanh", "np.exp", "-"]
+
+
+@st.composite
+def region(draw, depth=0):
+    """An elementwise expression of slices of x and y (of one length) and constants."""
+    atoms = st.sampled_from(["x[:-1]", "y[1:]", "x[1:]", "y[:-1]"]) | st.floats(0.5, 2.0).map(
+        lambda c: f"{c:.3f}"
+    )
+    if depth >= 3:
+        return draw(atoms)
+    kind = draw(st.sampled_from(["atom", "bin", "bin", "unary", "pow"]))
+    if kind == "atom":
+        return draw(atoms)
+    if kind == "bin":
+        op = draw(st.sampled_from(["+", "-", "*", "/"]))
+        right = draw(region(depth + 1))
+        if op == "/":  # away from zero
+            right = f"(1.5 + np.tanh({right}))"
+        return f"({draw(region(depth + 1))} {op} {right})"
+    if kind == "pow":
+        return f"({draw(region(depth + 1))}) ** {draw(st.sampled_from([2, 3]))}"
+    fn = draw(st.sampled_from(UNARY))
+    return f"{fn}({draw(region(depth + 1))})"
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(body=region(), mean=st.booleans(), seed=st.integers(0, 2**16))
+def test_random_regions_match_directional_differences_and_the_per_operation_path(
+    tmp_path, body, mean, seed
+):
+    reduce = "np.mean" if mean else "np.sum"
+    f = load(f"def f(x, y):\n    return {reduce}({body} + 0.5 * x[1:])\n", tmp_path)
+    rng = np.random.default_rng(seed)
+    n = 50
+    x, y = rng.uniform(-1.5, 1.5, n), rng.uniform(-1.5, 1.5, n)
+    x0, y0 = x.copy(), y.copy()
+    gx, gy = dense(ad.gradient(f, x, y), n)
+    assert np.array_equal(x, x0) and np.array_equal(y, y0)
+    with per_operation():
+        ox, oy = dense(ad.gradient(f, x, y), n)
+    assert np.allclose(gx, ox, rtol=1e-10, atol=1e-11), body
+    assert np.allclose(gy, oy, rtol=1e-10, atol=1e-11), body
+    h = 1e-6
+    u, w = rng.normal(size=n), rng.normal(size=n)
+    fd = (f(x + h * u, y + h * w) - f(x - h * u, y - h * w)) / (2 * h)
+    assert gx @ u + gy @ w == pytest.approx(fd, rel=1e-5, abs=1e-5), body
