@@ -24,14 +24,17 @@ input needs its array. Otherwise the members run the per-operation path.
 from __future__ import annotations
 
 import ast
+import re
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from .._fused import REDUCTIONS, UFUNCS
 
 __all__ = ["Fused", "Region", "emit", "find_regions", "module_attribute"]
 
 _BINARY = ("add", "sub", "mul", "truediv")
+_NAME = re.compile(r"\b_ad_z\w+")
 _OPERATOR = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
 _UFUNC_OF = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide"}
 #: ANF helpers that neither write nor call user code on arrays: a region's
@@ -414,9 +417,7 @@ class _Emitter:
             else:  # r ** (n - 1)
                 lines.append(f"{name} = _ad_np.power({r}, {kind}{out})")
             if scale is not None:
-                lines.append(
-                    f"{name} *= {scale}" if c != 1.0 else f"if _ad_v != 1.0: {name} *= _ad_v"
-                )
+                lines.append(f"{name} *= {scale}") if c != 1.0 else self.scaled_by_v(name)
         elif pos:
             if scale is not None and not (c == 1.0 and len(pos) > 1):
                 lines.append(f"{name} = _ad_np.multiply({scale}, {pos[0]}{out})")
@@ -458,7 +459,7 @@ class _Emitter:
             self.lines.append(f"{name} += {w}")
 
     def scaled_by_v(self, name: str) -> None:
-        self.lines.append(f"if _ad_v != 1.0: {name} *= _ad_v")
+        self.lines.append(f"_ad_v == 1.0 or _ad_np.multiply({name}, _ad_v, out={name})")
 
     def input_array(self, name: str, terms: list[_Term], scatter: dict) -> str:
         """The local holding input ``name``'s cotangent array, an array of its own."""
@@ -511,17 +512,18 @@ def emit(region: Region, active: set[str], key: int, site: str) -> Fused:
         n = f"_ad_z{key}_n"
         lines.append(f"_ad_v = _ad_v / {n} if {n} else 0.0")
     cotangents = em.backward()
-    backward = ast.parse("\n".join(lines + em.lines)).body
-    read = {n.id for st in backward for n in ast.walk(st) if type(n) is ast.Name}
+    lines += em.lines
+    line = root.line
+    backward = _parse_at([(src, line) for src in lines])
+    read = set(_NAME.findall("\n".join(lines)))
     kept = [n for n in [*em.aliases.values(), *map(em.z, em.member)] if n in read]
     if root.kind == "mean":
         kept.append(f"_ad_z{key}_n")
     forward, guard = _primal(em, set(kept))
-    line = root.line
     return Fused(
-        guard=_located(ast.parse(guard, mode="eval").body, line),
+        guard=ast.parse("\n" * (line - 1) + guard, mode="eval").body,
         forward=forward,
-        backward=[_located(s, line) for s in backward],
+        backward=backward,
         cotangents=cotangents,
         kept=kept,
     )
@@ -591,8 +593,7 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list[ast.stmt], str]:
     dead = [em.z(op.target) for op in ops if em.z(op.target) not in kept]
     if dead:
         stmts.append((f"del {', '.join(dict.fromkeys(dead))}", root.line))
-    out_stmts = [_located(ast.parse(src).body[0], ln) for src, ln in stmts]
-    return out_stmts, " and ".join(tests)
+    return _parse_at(stmts), " and ".join(tests)
 
 
 def _direct(a: str, ops: list[Op]) -> bool:
@@ -615,6 +616,23 @@ def _op_expr(op: Op, args: list[str], out: str | None) -> str:
             return f"_ad_np.square({args[0]}, out={out})"
         return f"_ad_np.power({args[0]}, {args[1]}, out={out})"
     return f"{op.func}({args[0]})" if out is None else f"{op.func}({args[0]}, out={out})"
+
+
+def _parse_at(stmts: list[tuple[str, int]]) -> list[ast.stmt]:
+    """The simple statements ``stmts`` (source, line) parsed with their lines: in one
+    parse, placed on those lines of the source (``;`` between those of one line)."""
+    if any(b[1] < a[1] for a, b in pairwise(stmts)):  # pragma: no cover - ANF order
+        return [_located(ast.parse(src).body[0], ln) for src, ln in stmts]
+    parts: list[str] = []
+    at = 1
+    for src, ln in stmts:
+        if parts and ln == at:
+            parts.append("; ")
+        else:
+            parts.append("\n" * (ln - at))
+            at = ln
+        parts.append(src)
+    return ast.parse("".join(parts)).body
 
 
 def _located(node: ast.AST, line: int) -> ast.AST:

@@ -146,6 +146,25 @@ _FUSED_HELPERS = (
 )
 
 
+def _load_counts(body: list[ast.stmt]) -> Counter:
+    """How often each name is read in ``body``: an ANF call of atoms is read off its
+    fields, anything else walked."""
+    counts: Counter = Counter()
+    for s in body:
+        v = getattr(s, "value", None)
+        if type(s) is ast.Assign and type(v) is _Call and type(v.func) is _Name:
+            if all(type(a) is _Name or type(a) is _Constant for a in v.args) and not v.keywords:
+                counts[v.func.id] += 1
+                counts.update(a.id for a in v.args if type(a) is _Name)
+                continue
+        counts.update(
+            n.id  # type: ignore[attr-defined]
+            for n in all_nodes(s)
+            if type(n) is _Name and type(n.ctx) is ast.Load  # type: ignore[attr-defined]
+        )
+    return counts
+
+
 def _reduces(s: ast.stmt) -> bool:
     """Whether ``s`` binds a whole-array reduction (``np.sum``): a region may end there."""
     return module_attribute(getattr(s, "value", None)) in REDUCTIONS
@@ -401,12 +420,7 @@ class _Gen:
         if depth or self.pure or not any(_reduces(s) for s in stmts):
             return {}
         if self.loads is None:
-            self.loads = Counter(
-                n.id
-                for s in self.body
-                for n in all_nodes(s)
-                if type(n) is _Name and type(n.ctx) is ast.Load  # type: ignore[attr-defined]
-            )
+            self.loads = _load_counts(self.body)
         found = find_regions(stmts, self.releasable, self.active, self.loads)
         return {op.index: r for r in found for op in r.ops}
 
