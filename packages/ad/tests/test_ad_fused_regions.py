@@ -198,6 +198,26 @@ def test_the_pullback_may_run_twice_and_with_any_number(tmp_path):
     assert z is None or np.all(np.asarray(z) == 0)
 
 
+def test_a_pullback_run_again_reads_the_primal_it_kept(tmp_path):
+    """Run once (``gradient``), the adjoint writes new arrays into the buffers of
+    kept primal values it has read for the last time; a pullback that may run again
+    must not."""
+    f = load(
+        "def f(x, y):\n    return np.sum(np.sin(x) * np.exp(-0.5 * x * x) + np.tanh(y) * x + y * y)\n",
+        tmp_path,
+    )
+    rng = np.random.default_rng(4)
+    x, y = rng.normal(size=300), rng.normal(size=300)
+    want = ad.gradient(f, x, y)
+    _, back = ad.pullback(f, x, y)
+    for _ in range(3):
+        got = back(1.0)
+        assert all(np.array_equal(a, b) for a, b in zip(got, want))
+    e = np.exp(-0.5 * x * x)
+    assert np.allclose(want[0], (np.cos(x) - x * np.sin(x)) * e + np.tanh(y))
+    assert np.allclose(want[1], (1 - np.tanh(y) ** 2) * x + 2 * y)
+
+
 def test_a_cotangent_that_is_not_one_number_is_refused(tmp_path):
     f = load("def f(x):\n    return np.sum(x * x)\n", tmp_path)
     _, back = ad.pullback(f, np.ones(3))

@@ -324,8 +324,10 @@ class _Emitter:
                     push(b, _scaled(out, -1.0))
             elif kind == "pow":
                 n = args[1]
-                f = self.ref(a) if n == 2 else self.derive(str(n - 1), a)
-                push(a, _scaled(_with(terms, f, 1), float(n)))
+                if n == 2:
+                    push(a, _scaled(self.times(terms, a, 1), 2.0))
+                else:
+                    push(a, _scaled(_with(terms, self.derive(str(n - 1), a), 1), float(n)))
             elif kind == "getitem":
                 if a in active:
                     scatter.setdefault(a, []).append((args[1], terms))
@@ -353,10 +355,27 @@ class _Emitter:
         return next(op.index for op in self.region.ops if name in op.args)
 
     def times(self, terms: list[_Term], f: object, power: int) -> list[_Term]:
-        """``terms`` times ``f ** power``: a number folds into the coefficients."""
+        """``terms`` times ``f ** power``: a number folds into the coefficients, and so
+        does the constant of a member ``f = k * a`` (or ``-a``, ``a / k``): the factor
+        is ``a`` (``-0.5 * x * x`` reads x twice, and its two terms merge)."""
         if type(f) is not str:
             return _scaled(terms, float(f) if power == 1 else 1.0 / float(f))  # type: ignore[arg-type]
-        return _with(terms, self.ref(f), power)
+        k = 1.0
+        while True:
+            op = self.member.get(f)
+            if op is None or op.kind not in ("mul", "neg", "truediv"):
+                break
+            a, b = (op.args + [None])[:2]
+            if op.kind == "neg":
+                k, f = -k, a
+            elif op.kind == "truediv" and type(a) is str and type(b) is not str:
+                k, f = k / b, a
+            elif op.kind == "mul" and (type(a) is str) != (type(b) is str):
+                k, f = (k * b, a) if type(a) is str else (k * a, b)
+            else:
+                break
+        k = k if power == 1 else 1.0 / k
+        return _with(_scaled(terms, k) if k != 1.0 else terms, self.ref(f), power)
 
     # --- materializing ----------------------------------------------------
 
@@ -377,8 +396,10 @@ class _Emitter:
         """Lines computing ``Σ terms`` (times v if ``with_v``) into a fresh array ``name``;
         at least one term has factors."""
         arrays = [t for t in terms if t[1]]
-        # first a term that needs a product anyway: a lone array adds in place after it
-        arrays.sort(key=lambda t: t[0] == 1.0 and len(t[1]) == 1 and t[1][0][0] not in self.pending)
+        # first the term whose product, as the fresh array, saves most over adding it
+        first = min(arrays, key=lambda t: self.cost(t) - self.cost(t, added=True))
+        arrays.remove(first)
+        arrays.insert(0, first)
         numbers = sum(c for c, fs in terms if not fs)
         if len(arrays) == 1 and not numbers:
             self.product_into(name, arrays[0], fresh=True, with_v=with_v)
@@ -445,18 +466,40 @@ class _Emitter:
             lines.append(f"{name} *= {f}")
         lines.extend(f"{name} /= {f}" for f in neg)
 
+    def cost(self, term: _Term, added: bool = False) -> int:
+        """The array passes ``product_into`` (or, ``added``, ``add_into``) takes."""
+        c, fs = term
+        if added:
+            if not fs:
+                return 1
+            if abs(c) == 1.0:
+                if len(fs) == 1 and fs[0][1] == 1 and fs[0][0] not in self.pending:
+                    return 1
+                c = 1.0
+            return self.cost((c, fs)) + 1
+        derived = [f for f, _ in fs if f in self.pending]
+        if derived:
+            return len(fs) + (c != 1.0) + (self.pending[derived[0]][0] == "tanh")
+        pos = sum(1 for _, p in fs if p == 1)
+        return len(fs) - (c == 1.0 and pos > 1)
+
     def add_into(self, name: str, term: _Term) -> None:
-        """Lines adding ``term`` (without v) into the array ``name``."""
+        """Lines adding ``term`` (without v) into the array ``name``; a coefficient of
+        -1 subtracts instead."""
         c, fs = term
         if not fs:
             self.lines.append(f"{name} += {c!r}")
-        elif c == 1.0 and len(fs) == 1 and fs[0][1] == 1 and fs[0][0] not in self.pending:
-            self.lines.append(f"{name} += {fs[0][0]}")
+            return
+        sign = "+"
+        if c == -1.0:
+            sign, c = "-", 1.0
+        if c == 1.0 and len(fs) == 1 and fs[0][1] == 1 and fs[0][0] not in self.pending:
+            self.lines.append(f"{name} {sign}= {fs[0][0]}")
         else:
             w = self.scratch
-            self.product_into(w, term, fresh=not self.scratch_made)
+            self.product_into(w, (c, fs), fresh=not self.scratch_made)
             self.scratch_made = True
-            self.lines.append(f"{name} += {w}")
+            self.lines.append(f"{name} {sign}= {w}")
 
     def scaled_by_v(self, name: str) -> None:
         self.lines.append(f"_ad_v == 1.0 or _ad_np.multiply({name}, _ad_v, out={name})")
@@ -514,9 +557,11 @@ def emit(region: Region, active: set[str], key: int, site: str) -> Fused:
     cotangents = em.backward()
     lines += em.lines
     line = root.line
-    backward = _parse_at([(src, line) for src in lines])
     read = set(_NAME.findall("\n".join(lines)))
     kept = [n for n in [*em.aliases.values(), *map(em.z, em.member)] if n in read]
+    owned = [em.z(t) for t, op in em.member.items() if op.kind != "getitem" and em.z(t) in read]
+    _reuse_when_once(lines, owned)
+    backward = _parse_at([(src, line) for src in lines])
     if root.kind == "mean":
         kept.append(f"_ad_z{key}_n")
     forward, guard = _primal(em, set(kept))
@@ -616,6 +661,28 @@ def _op_expr(op: Op, args: list[str], out: str | None) -> str:
             return f"_ad_np.square({args[0]}, out={out})"
         return f"_ad_np.power({args[0]}, {args[1]}, out={out})"
     return f"{op.func}({args[0]})" if out is None else f"{op.func}({args[0]}, out={out})"
+
+
+_FRESH = re.compile(r"^(\w+) = _ad_np\.(multiply|divide|cos|sin|square|power)\((.*)\)$")
+
+
+def _reuse_when_once(lines: list[str], owned: list[str]) -> None:
+    """Let the adjoint's new arrays take the buffers of the primal's arrays it read for
+    the last time, when it runs once (``_ad_once``): they are the region's own, and
+    a second run would read them again. ``lines`` is rewritten in place."""
+    last: dict[str, int] = {}
+    for i, src in enumerate(lines):
+        for n in _NAME.findall(src):
+            last[n] = i
+    free = [n for n in owned if n in last]
+    for i, src in enumerate(lines):
+        m = _FRESH.match(src)
+        if m is None or "out=" in src:
+            continue
+        dead = [n for n in free if last[n] <= i]
+        if dead:
+            free.remove(dead[0])
+            lines[i] = f"{m[1]} = _ad_np.{m[2]}({m[3]}, out={dead[0]} if _ad_once else None)"
 
 
 def _parse_at(stmts: list[tuple[str, int]]) -> list[ast.stmt]:
