@@ -160,7 +160,9 @@ def find_regions(
     regions = []
     for root, lo in roots:
         ops = _grow(root, lo, members, loads)
-        if ops and _movable(ops, stmts, stored):
+        # one operation saves a few microseconds a call, less than the millisecond or
+        # so its fused form costs the transform
+        if len(ops) > 1 and _movable(ops, stmts, stored):
             for op in ops:
                 op.line = getattr(stmts[op.index], "lineno", 0)
                 del members[op.target]
@@ -561,21 +563,24 @@ def emit(region: Region, active: set[str], key: int, site: str) -> Fused:
     kept = [n for n in [*em.aliases.values(), *map(em.z, em.member)] if n in read]
     owned = [em.z(t) for t, op in em.member.items() if op.kind != "getitem" and em.z(t) in read]
     _reuse_when_once(lines, owned)
-    backward = _parse_at([(src, line) for src in lines])
     if root.kind == "mean":
         kept.append(f"_ad_z{key}_n")
     forward, guard = _primal(em, set(kept))
+    # one parse: the primal's statements, the test (an expression statement) and the
+    # adjoint's, each on its line (the last two on the root's)
+    body = _parse_at([*forward, (f"({guard})", line), *[(src, line) for src in lines]])
+    n = len(forward)
     return Fused(
-        guard=ast.parse("\n" * (line - 1) + guard, mode="eval").body,
-        forward=forward,
-        backward=backward,
+        guard=body[n].value,  # type: ignore[attr-defined]
+        forward=body[:n],
+        backward=body[n + 1 :],
         cotangents=cotangents,
         kept=kept,
     )
 
 
-def _primal(em: _Emitter, kept: set[str]) -> tuple[list[ast.stmt], str]:
-    """The fused primal's statements (each at its member's line) and the test."""
+def _primal(em: _Emitter, kept: set[str]) -> tuple[list[tuple[str, int]], str]:
+    """The fused primal's statements (source, its member's line) and the test."""
     region, key = em.region, em.key
     ops, root = region.ops[:-1], region.root
     member = em.member
@@ -638,7 +643,7 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list[ast.stmt], str]:
     dead = [em.z(op.target) for op in ops if em.z(op.target) not in kept]
     if dead:
         stmts.append((f"del {', '.join(dict.fromkeys(dead))}", root.line))
-    return _parse_at(stmts), " and ".join(tests)
+    return stmts, " and ".join(tests)
 
 
 def _direct(a: str, ops: list[Op]) -> bool:
