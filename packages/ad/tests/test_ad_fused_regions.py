@@ -144,6 +144,46 @@ def test_each_member_kind_matches_finite_differences(tmp_path, numgrad, expressi
     assert np.allclose(gy, oy, rtol=1e-12, atol=1e-13)
 
 
+def test_gradient_skips_what_only_computes_a_returned_sum(tmp_path):
+    """``ad.gradient`` does not return the value: the fused primal computes only what
+    the adjoint reads. Here the adjoint reads x alone; the value's x * x underflows,
+    which ``withgradient`` (which returns it) meets and ``gradient`` does not."""
+    f = load("def f(x):\n    return np.sum(x * x * 1e300)\n", tmp_path)
+    src = ad.code_adjoint(f, np.ones(2))
+    assert "_ad_nv=False" in src and "_ad_NOVALUE" in src
+    x = np.full(4, 1e-200)
+    with np.errstate(under="raise"):
+        (g,) = ad.gradient(f, x)
+        with pytest.raises(FloatingPointError):
+            ad.withgradient(f, x)
+    assert np.allclose(g, 2e100)
+    x = np.linspace(0.5, 1.5, 4)
+    val, (g,) = ad.withgradient(f, x)
+    assert val == f(x) and np.allclose(g, 2e300 * x)
+    y, back = ad.pullback(f, x)
+    assert y == val and np.allclose(back(1.0)[0], g)
+
+
+def test_a_returned_sum_read_again_or_in_a_callee_is_computed(tmp_path):
+    f = load(
+        """
+        def g(x):
+            return np.sum(np.sin(x) * 2.0 + x)
+
+        def f(x, *, scale=3.0):
+            s = np.sum(np.cos(x) * x - 1.0)
+            return g(x) * scale + s
+        """,
+        tmp_path,
+    )
+    x = np.linspace(-1.0, 1.0, 5)
+    (gx,) = ad.gradient(f, x)
+    want = 3.0 * (2.0 * np.cos(x) + 1.0) + (np.cos(x) - np.sin(x) * x)
+    assert np.allclose(gx, want)
+    (gx,) = ad.gradient(lambda x: f(x, scale=0.5), x)
+    assert np.allclose(gx, 0.5 * (2.0 * np.cos(x) + 1.0) + (np.cos(x) - np.sin(x) * x))
+
+
 def test_a_sum_of_one_operation_is_not_fused(tmp_path):
     f = load("def f(x, y):\n    return np.sum(x * y)\n", tmp_path)
     x, y = np.arange(3.0), np.arange(3.0, 6.0)
@@ -168,6 +208,49 @@ def test_a_temporary_read_after_the_sum_is_no_member(tmp_path):
     t = x * y
     assert np.allclose(gx, np.cos(t) * y * x + np.sin(t) + y)
     assert np.allclose(gy, np.cos(t) * x * x + x)
+
+
+def test_regions_in_branches_beside_loops_and_twice_in_a_function(tmp_path, numgrad):
+    f = load(
+        """
+        def f(x, y, flag):
+            s = 0.0
+            for k in range(3):  # in a loop: the per-operation path
+                s = s + np.sum(np.sin(x) * k + y)
+            if flag:
+                t = np.sum(np.exp(x) * y - x ** 2)
+            else:
+                t = np.mean(np.cos(y) * y + 1.0)
+            return s + t + np.sum(np.tanh(x - y) * 2.0)
+        """,
+        tmp_path,
+    )
+    src = ad.code_adjoint(f, np.ones(3), np.ones(3), True)
+    assert "_ad_fz3 = True" in src and "_ad_fz4" not in src
+    rng = np.random.default_rng(6)
+    x, y = rng.normal(size=5), rng.normal(size=5)
+    for flag in (True, False):
+
+        def at(x, y, flag=flag):
+            return f(x, y, flag)
+
+        gx, gy = ad.gradient(at, x, y)
+        nx, ny = numgrad(at, x, y)
+        assert np.allclose(gx, nx, rtol=1e-6, atol=1e-7)
+        assert np.allclose(gy, ny, rtol=1e-6, atol=1e-7)
+
+
+def test_second_derivatives_of_a_region(tmp_path):
+    """Higher order runs the per-operation path (the region's test sees no float64
+    arrays): the Hessian of rosenbrock by hand."""
+    x = np.array([0.3, -0.7, 1.1, 0.5])
+    H = ad.hessian(rosenbrock, x)
+    want = np.zeros((4, 4))
+    for i in range(3):
+        want[i, i] += 1200.0 * x[i] ** 2 - 400.0 * x[i + 1] + 2.0
+        want[i + 1, i + 1] += 200.0
+        want[i, i + 1] = want[i + 1, i] = -400.0 * x[i]
+    assert np.allclose(H, want, rtol=1e-10)
 
 
 @pytest.mark.parametrize(

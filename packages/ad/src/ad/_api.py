@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from rulescore import AbstractZero, NotImplementedTangent, Tangent, ZeroTangent, rrule, unthunk
 
+from ._fused import NOVALUE
 from ._params import Params, params_pullback, params_withgradient
 from ._runtime import ONCE, call_function, rcall
 from .errors import NonScalarOutputError
@@ -35,11 +36,12 @@ class WithGradient(NamedTuple):
     grad: tuple
 
 
-def _top_call(f: Callable, args: tuple) -> tuple[Any, Callable]:
+def _top_call(f: Callable, args: tuple, novalue: bool = False) -> tuple[Any, Callable]:
     # At the top level nobody asks for f's own tangent: captured variables
-    # are constants, so work that only feeds them is never done.
+    # are constants, so work that only feeds them is never done. ``novalue``: nor
+    # for the value (``gradient``), which a fused sum that is returned may skip.
     if type(f) is _FunctionType and f not in _RRULES:
-        return call_function(f, args, None, False)
+        return call_function(f, args, None, False, novalue=novalue)
     return rcall(f, *args)
 
 
@@ -163,7 +165,13 @@ def gradient(f: Callable, *args: Any) -> tuple:
 
     See also: withgradient, pullback, jacobian.
     """
-    return withgradient(f, *args).grad
+    if len(args) == 1 and isinstance(args[0], Params):  # implicit parameters
+        return params_withgradient(f, args[0]).grad
+    y, pb = _top_call(f, args, novalue=True)
+    if y is NOVALUE:  # a returned fused sum that skipped its value: a float
+        cts = _call_once(pb, 1.0)
+        return tuple([to_user(c) for c in cts[1:]])
+    return _differentiated(f, y, pb).grad
 
 
 def withgradient(f: Callable, *args: Any) -> WithGradient:
@@ -177,6 +185,11 @@ def withgradient(f: Callable, *args: Any) -> WithGradient:
     if len(args) == 1 and isinstance(args[0], Params):  # implicit parameters
         return params_withgradient(f, args[0])
     y, pb = _top_call(f, args)
+    return _differentiated(f, y, pb)
+
+
+def _differentiated(f: Callable, y: Any, pb: Callable) -> WithGradient:
+    """``withgradient``'s result from ``f``'s value ``y`` and its pullback."""
     seed = _SEEDS.get(y.__class__)
     if seed is not None:  # a float loss: the usual case
         cts = _call_once(pb, seed)

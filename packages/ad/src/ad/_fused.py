@@ -20,7 +20,7 @@ from rulescore import rrule, unthunk
 from ._config import ADConfig
 from .errors import CotangentShapeError
 
-__all__ = ["FUSED", "fused_seed"]
+__all__ = ["FUSED", "NOVALUE", "fused_seed"]
 
 #: The numpy functions a region may call, by attribute name (``transform.fuse``).
 UFUNCS = ("sin", "cos", "exp", "log", "tanh", "sqrt")
@@ -60,6 +60,19 @@ def _refresh() -> None:
 
 _refresh()
 rrule.table.listeners.append(_refresh)
+
+
+class _NoValue:
+    """What a primal called by ``ad.gradient`` returns for a value it did not compute."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<not computed: ad.gradient does not return the value>"
+
+
+#: The value a fused region skipped: only ``ad.gradient`` asks for that, and sees it.
+NOVALUE = _NoValue()
 
 
 def fused_seed(ct: Any, site: str) -> float:

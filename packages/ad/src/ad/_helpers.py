@@ -20,7 +20,7 @@ from . import (
 )
 from ._fast import FAST_HELPERS
 from ._fast_adjoint import mul_adjoint, pow_adjoint
-from ._fused import FUSED, fused_seed
+from ._fused import FUSED, NOVALUE, fused_seed
 from ._rules_containers import (
     apply,
     aslist,
@@ -74,6 +74,7 @@ HELPERS: dict[str, Any] = {
     "_ad_pow_adjoint": pow_adjoint,
     # fused regions (transform.fuse)
     "_ad_FZ": FUSED,
+    "_ad_NOVALUE": NOVALUE,
     "_ad_np": np,
     "_ad_ndarray": np.ndarray,
     "_ad_f64": np.dtype(np.float64),

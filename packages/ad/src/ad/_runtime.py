@@ -575,16 +575,20 @@ def call_function(
     closure_active: bool,
     as_init: bool = False,
     inactive: int = 0,
+    novalue: bool = False,
 ) -> tuple[Any, Callable]:
     """Run the transformed primal of ``f``; map its pullback to the call's arguments.
 
     ``inactive``: a bit mask of positional arguments that carry no derivative
-    (see ``rcall_masked``)."""
+    (see ``rcall_masked``). ``novalue``: the caller (``ad.gradient``) needs no
+    value; a primal that can skip it returns ``_fused.NOVALUE`` instead."""
     transform = _TRANSFORM[0] if _TRANSFORM else _import_transform()
     entry = transform.transformed(f, closure_active, as_init, inactive)
     fwd = entry.instantiate(f)
     if kwargs:
         y, back = fwd(*args, **kwargs)
+    elif novalue and entry.elides:
+        y, back = fwd(*args, _ad_nv=True)
     else:
         y, back = fwd(*args)
     if kwargs is None and entry.simple and len(args) == entry.n_positional:

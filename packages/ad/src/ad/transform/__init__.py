@@ -1,6 +1,7 @@
 """The source transform, as an ordered list of passes over the stdlib ``ast``.
 
-source -> fence -> desugar -> anf -> activity -> reverse -> codegen, cached per code
+source -> fence -> desugar -> anf -> activity -> reverse (and fuse, which it calls on
+each block outside loops) -> codegen, cached per code
 object (and per whether the closure's captured variables are differentiated).
 Forward mode shares the front (``front``: up to activity) and replaces
 reverse with ``forward`` (``forward_transformed``, its own cache).
@@ -28,7 +29,7 @@ from .codegen import compile_primal, factory_module, used_names
 from .compiled import Compiled, signature_of
 from .desugar import desugar
 from .fence import check_supported
-from .reverse import generate
+from .reverse import NO_VALUE, generate
 from .source import constant_freevars, get_source, register_generated
 
 _RULE_TABLE = rrule.table._rules
@@ -231,7 +232,10 @@ def _build(
     if _reads_as_global(code, HELPERS):  # pragma: no cover - a name built another way
         cell_names = [n for n in HELPERS if n not in freevars] + list(freevars)
         code = compile_primal(factory_module(fwd, cell_names), fr.filename)
-    return Compiled(code=code, helper_cells=_helper_cells(HELPERS), spec=signature_of(fr.anf))
+    elides = any(a.arg == NO_VALUE for a in fwd.args.kwonlyargs)
+    return Compiled(
+        code=code, helper_cells=_helper_cells(HELPERS), spec=signature_of(fr.anf), elides=elides
+    )
 
 
 def _reads_as_global(code: types.CodeType, names: dict[str, Any]) -> bool:

@@ -53,6 +53,8 @@ class Compiled:
     spec: Signature
     source: str = ""
     last: tuple[Any, Any] = (None, None)
+    #: the primal takes ``_ad_nv=True`` (its caller needs no value, see ``reverse``)
+    elides: bool = False
     #: ``spec.simple`` and the number of positional parameters, read on every call
     simple: bool = field(init=False)
     n_positional: int = field(init=False)
@@ -69,7 +71,9 @@ class Compiled:
         own = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
         cells = tuple(own[n] if n in own else self.helper_cells[n] for n in self.code.co_freevars)
         fn = types.FunctionType(self.code, f.__globals__, f.__name__, f.__defaults__, cells)
-        if f.__kwdefaults__:
+        if self.elides:  # the generated keyword-only parameter's default
+            fn.__kwdefaults__ = {"_ad_nv": False, **(f.__kwdefaults__ or {})}
+        elif f.__kwdefaults__:
             fn.__kwdefaults__ = f.__kwdefaults__
         self.last = (f, fn)
         return fn

@@ -217,7 +217,8 @@ class Fused:
     """A region's fused form (see ``emit``)."""
 
     guard: ast.expr
-    forward: list[ast.stmt]  # computes every member and the root's target
+    forward: list[ast.stmt]  # computes the members the adjoint reads
+    value: list[ast.stmt]  # computes the others and the root's target
     backward: list[ast.stmt]  # from ``_ad_v``: the inputs' cotangent arrays
     cotangents: list[tuple[str, str]]  # (input, the local holding its cotangent)
     kept: list[str]  # the forward's locals the backward reads
@@ -565,22 +566,24 @@ def emit(region: Region, active: set[str], key: int, site: str) -> Fused:
     _reuse_when_once(lines, owned)
     if root.kind == "mean":
         kept.append(f"_ad_z{key}_n")
-    forward, guard = _primal(em, set(kept))
+    forward, value, guard = _primal(em, set(kept))
     # one parse: the primal's statements, the test (an expression statement) and the
     # adjoint's, each on its line (the last two on the root's)
-    body = _parse_at([*forward, (f"({guard})", line), *[(src, line) for src in lines]])
-    n = len(forward)
+    body = _parse_at([*forward, *value, (f"({guard})", line), *[(src, line) for src in lines]])
+    n, m = len(forward), len(forward) + len(value)
     return Fused(
-        guard=body[n].value,  # type: ignore[attr-defined]
+        guard=body[m].value,  # type: ignore[attr-defined]
         forward=body[:n],
-        backward=body[n + 1 :],
+        value=body[n:m],
+        backward=body[m + 1 :],
         cotangents=cotangents,
         kept=kept,
     )
 
 
-def _primal(em: _Emitter, kept: set[str]) -> tuple[list[tuple[str, int]], str]:
-    """The fused primal's statements (source, its member's line) and the test."""
+def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
+    """The fused primal's statements (source, its member's line): those that compute
+    what the adjoint reads, and those that only compute the value; and the test."""
     region, key = em.region, em.key
     ops, root = region.ops[:-1], region.root
     member = em.member
@@ -605,15 +608,24 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list[tuple[str, int]], str]:
     else:
         stmts += [(f"{em.z(op.target)} = {op.args[0]}[{op.args[1]}]", op.line) for op in views]
     stmts += [(f"{z} = {a}", root.line) for a, z in em.aliases.items() if z in kept]
+    # The members the adjoint reads, and those they read, first: the rest only
+    # compute the value, which ``ad.gradient`` does not need (see ``Fused.value``).
+    needed: set[str] = set()
+    for op in reversed(ops):
+        if op.target in needed or em.z(op.target) in kept:
+            needed.add(op.target)
+            needed.update(a for a in op.args if type(a) is str and a in member)
+    computed = [op for op in ops if op.kind != "getitem"]
+    order = [op for op in computed if op.target in needed]
+    order += [op for op in computed if op.target not in needed]
     last_use: dict[str, int] = {}
-    for k, op in enumerate(region.ops):
+    for k, op in enumerate([*order, root]):
         for a in op.args:
             if type(a) is str and a in member:
                 last_use[a] = k
+    value: list[tuple[str, int]] = []
     pool: list[str] = []
-    for k, op in enumerate(ops):
-        if op.kind == "getitem":
-            continue
+    for k, op in enumerate(order):
         z = em.z(op.target)
         args = [em.z(a) if type(a) is str else repr(a) for a in op.args]
         dying = [
@@ -628,22 +640,26 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list[tuple[str, int]], str]:
         buffers = pool + dying
         out = buffers.pop(0) if buffers else None
         pool = buffers
-        stmts.append((f"{z} = {_op_expr(op, args, out)}", op.line))
+        (stmts if op.target in needed else value).append(
+            (f"{z} = {_op_expr(op, args, out)}", op.line)
+        )
     # What the rules compute (see ``ad._fast._lean_reduction``): np.add.reduce, as
     # np.sum does, and for the mean its division, as np.mean does (with its warning
     # and NaN for an empty array).
     arg = em.z(root.args[0])
     if root.kind == "mean":
         n = f"_ad_z{key}_n"
-        stmts.append((f"{n} = {arg}.size", root.line))
+        first = next((a for a in inputs if _direct(a, ops)), None) or em.z(views[0].target)
+        stmts.append((f"{n} = {first}.size", root.line))
         total = f"_ad_f64s(_ad_np.add.reduce({arg}, None) / {n}) if {n} else {root.func}({arg})"
     else:
         total = f"_ad_np.add.reduce({arg}, None)"
-    stmts.append((f"{root.target} = {total}", root.line))
-    dead = [em.z(op.target) for op in ops if em.z(op.target) not in kept]
-    if dead:
-        stmts.append((f"del {', '.join(dict.fromkeys(dead))}", root.line))
-    return stmts, " and ".join(tests)
+    value.append((f"{root.target} = {total}", root.line))
+    for part, which in ((stmts, needed), (value, set(member) - needed)):
+        dead = [em.z(op.target) for op in ops if op.target in which and em.z(op.target) not in kept]
+        if dead:
+            part.append((f"del {', '.join(dict.fromkeys(dead))}", root.line))
+    return stmts, value, " and ".join(tests)
 
 
 def _direct(a: str, ops: list[Op]) -> bool:
@@ -693,7 +709,8 @@ def _reuse_when_once(lines: list[str], owned: list[str]) -> None:
 def _parse_at(stmts: list[tuple[str, int]]) -> list[ast.stmt]:
     """The simple statements ``stmts`` (source, line) parsed with their lines: in one
     parse, placed on those lines of the source (``;`` between those of one line)."""
-    if any(b[1] < a[1] for a, b in pairwise(stmts)):  # pragma: no cover - ANF order
+    if any(b[1] < a[1] for a, b in pairwise(stmts)):  # pragma: no cover
+        # not met: a region's members are the temporaries of one statement, one line
         return [_located(ast.parse(src).body[0], ln) for src, ln in stmts]
     parts: list[str] = []
     at = 1
@@ -707,7 +724,7 @@ def _parse_at(stmts: list[tuple[str, int]]) -> list[ast.stmt]:
     return ast.parse("".join(parts)).body
 
 
-def _located(node: ast.AST, line: int) -> ast.AST:
+def _located(node: ast.AST, line: int) -> ast.AST:  # pragma: no cover - see _parse_at
     for n in ast.walk(node):
         if "lineno" in n._attributes:
             n.lineno = n.end_lineno = line  # type: ignore[attr-defined]

@@ -44,7 +44,7 @@ from .guards import copied_names, rebound_names, returned_names, shared_object_g
 from .inline import inline_adjoint, inline_op
 from .simplify import simplify_adjoint
 
-__all__ = ["generate"]
+__all__ = ["NO_VALUE", "generate"]
 
 _Name, _Call, _Tuple, _Compare = ast.Name, ast.Call, ast.Tuple, ast.Compare
 _Constant = ast.Constant
@@ -135,7 +135,11 @@ def _reuse_dying_operand(fwd: list[ast.stmt], dying: set[str], line: int) -> Non
                     return
 
 
+#: The generated primal's keyword-only parameter: the caller needs no value.
+NO_VALUE = "_ad_nv"
+
 _FUSED_HELPERS = (
+    "_ad_NOVALUE",
     "_ad_FZ",
     "_ad_np",
     "_ad_ndarray",
@@ -222,6 +226,7 @@ class _Gen:
     returns: list[ast.Return] = field(default_factory=list)  # pure form: each gets its _ad_back
     frames: list[list] = field(default_factory=list)  # (block, index) being generated
     body: list[ast.stmt] = field(default_factory=list)  # the ANF function's
+    elides: bool = False  # a fused region may skip the value (see ``generate``)
     loads: Counter | None = None  # how often each name is read in ``body`` (see regions)
     n_fused: int = 0
 
@@ -424,6 +429,19 @@ class _Gen:
         found = find_regions(stmts, self.releasable, self.active, self.loads)
         return {op.index: r for r in found for op in r.ops}
 
+    def returns_only(self, name: str) -> bool:
+        """Whether ``name`` is read only by the ``return`` that ends the function."""
+        last = self.body[-1] if self.body else None
+        value = getattr(last, "value", None)
+        return (
+            type(last) is ast.Return
+            and type(value) is _Name
+            and value.id == name  # type: ignore[attr-defined]
+            and self.loads is not None
+            and self.loads[name] == 1
+            and self.frames[-1][0] is self.body
+        )
+
     def fused(self, region: Region) -> tuple[list, list]:
         """The primal and adjoint of a fused region, at its root: the fused form when
         its test holds, else the members' own code (``region.fallback``), in order."""
@@ -447,6 +465,14 @@ class _Gen:
             fallback_f += f
             fallback_b[:0] = b
         fused_f = [_assign(flag, _const(True, line), line), *fz.forward]
+        if self.returns_only(root.target):
+            # Called by ``ad.gradient``, which does not return the value, the fused
+            # primal computes only what the adjoint reads (``_ad_nv``, see ``generate``).
+            self.elides = True
+            skip = [_assign(root.target, _ln("_ad_NOVALUE", line), line)]
+            fused_f.append(at(ast.If(_ln(NO_VALUE, line), skip, fz.value), line))
+        else:
+            fused_f += fz.value
         inner = list(fz.backward)
         for name, array in fz.cotangents:
             inner.append(self.accumulate(name, _ln(array, line), line))
@@ -1039,9 +1065,16 @@ def generate(
         head_defs: list[ast.stmt] = []
     else:
         head_defs = [back]
+    args = fn.args
+    if gen.elides:
+        # ``_ad_fwd(..., _ad_nv=True)``: the caller (``ad.gradient``) does not need the
+        # value; a fused region whose sum is returned then skips what only computes it.
+        args = copy.copy(args)
+        args.kwonlyargs = [*args.kwonlyargs, ast.arg(arg=NO_VALUE, lineno=line, col_offset=0)]
+        args.kw_defaults = [*args.kw_defaults, _const(False, line)]
     fwd = ast.FunctionDef(
         name="_ad_fwd",
-        args=fn.args,
+        args=args,
         body=[*stacks_init, *head_defs, *fwd_body],
         decorator_list=[],
         returns=None,
