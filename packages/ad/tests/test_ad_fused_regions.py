@@ -23,7 +23,7 @@ import ad
 from ad import CotangentShapeError
 from ad._fused import FUSED
 from ad.transform import _CELLS
-from rulescore import ZeroTangent
+from rulescore import CotangentError, ZeroTangent
 
 _counter = itertools.count()
 
@@ -311,8 +311,10 @@ def test_a_pullback_run_again_reads_the_primal_it_kept(tmp_path):
 def test_a_cotangent_that_is_not_one_number_is_refused(tmp_path):
     f = load("def f(x):\n    return np.sum(x * x + 1.0)\n", tmp_path)
     _, back = ad.pullback(f, np.ones(3))
-    with pytest.raises(CotangentShapeError, match=r"fused_\d+\.py:4: .*single number.*\(2,\)"):
+    with pytest.raises(CotangentShapeError, match=r"fused_\d+\.py:4: .*one number.*\(2,\)"):
         back(np.ones(2))
+    with per_operation(), pytest.raises(CotangentError, match=r"np\.sum: .*one number.*\(2,\)"):
+        ad.pullback(f, np.ones(3))[1](np.ones(2))
 
 
 def test_an_empty_mean_has_an_empty_gradient(tmp_path):

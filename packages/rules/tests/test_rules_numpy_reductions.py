@@ -225,3 +225,15 @@ def test_cotangent_types():
     assert rrule(np.sum, np.arange(3))[1](1.0)[1].dtype == np.float64
     dx = rrule(np.sum, np.ones((2, 2)))[1](1.0)[1]
     dx += 1  # a fresh, writable array, not a broadcast view
+
+
+@pytest.mark.parametrize("f", [np.sum, np.mean])
+def test_a_whole_array_sum_refuses_a_cotangent_that_is_not_one_number(f):
+    from rulescore import CotangentError
+
+    x = make((3,))
+    _, pb = rrule(f, x)
+    with pytest.raises(CotangentError, match=r"np\.(sum|mean): .*one number.*\(2,\)"):
+        pb(np.ones(2))
+    (_, dx) = pb(np.array(2.0))  # a 0-d array is one number
+    assert np.allclose(dx, 2.0 * (1.0 if f is np.sum else 1 / 3))

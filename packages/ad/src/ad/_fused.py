@@ -79,7 +79,7 @@ def fused_seed(ct: Any, site: str) -> float:
     """The cotangent ``ct`` of a fused region's ``np.sum``/``np.mean`` as a float.
 
     A complex cotangent of the real result keeps its real part (its projection);
-    a zero is 0.0. Anything that is not a single number is an error naming ``site``.
+    a zero is 0.0. Anything that is not one number is an error naming ``site``.
     """
     ct = unthunk(ct)
     if is_zero(ct):
@@ -89,6 +89,6 @@ def fused_seed(ct: Any, site: str) -> float:
     shape = getattr(ct, "shape", None)
     got = f"an array of shape {shape}" if shape is not None else f"{type(ct).__name__}"
     raise CotangentShapeError(
-        f"{site}: the cotangent of this sum (a single number) must be a single number, "
+        f"{site}: the cotangent of this whole-array sum (one number) must be one number, "
         f"got {got}. To fix: pass the pullback a scalar cotangent"
     )

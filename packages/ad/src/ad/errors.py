@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rulescore import CotangentError
+
 __all__ = [
     "ADError",
     "CotangentShapeError",
@@ -45,8 +47,9 @@ class NonScalarOutputError(ADError, TypeError):
     """``gradient`` was asked for a function whose output is not a real number."""
 
 
-class CotangentShapeError(ADError, ValueError):
-    """A pullback returned the wrong number of cotangents, or one of the wrong shape."""
+class CotangentShapeError(ADError, CotangentError):
+    """A pullback returned the wrong number of cotangents, or one of the wrong shape
+    (a ``rulescore.CotangentError``, as a rule raises for a cotangent it cannot take)."""
 
 
 class MutationError(ADError, RuntimeError):

@@ -37,7 +37,15 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from rulescore import NoTangent, ZeroTangent, frule, non_differentiable, rrule, unthunk
+from rulescore import (
+    CotangentError,
+    NoTangent,
+    ZeroTangent,
+    frule,
+    non_differentiable,
+    rrule,
+    unthunk,
+)
 
 from ._numpy_elementwise import conj_if_complex
 from ._quiet import quietly
@@ -136,6 +144,11 @@ def _full_pullback(x: np.ndarray, scale: float, name: str) -> Callable:
         ȳ = unthunk(ȳ)
         if is_zero(ȳ):
             return (NoTangent(), ZeroTangent())
+        if np.ndim(ȳ) != 0:
+            raise CotangentError(
+                f"np.{name}: the cotangent of a whole-array {name} (one number) must be "
+                f"one number, got an array of shape {np.shape(ȳ)}"
+            )
         if np.iscomplexobj(ȳ) and dtype.kind != "c":
             ȳ = np.real(ȳ)
         return (NoTangent(), np.full(shape, ȳ * scale, dtype=dtype))
