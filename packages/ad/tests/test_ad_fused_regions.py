@@ -184,6 +184,30 @@ def test_a_returned_sum_read_again_or_in_a_callee_is_computed(tmp_path):
     assert np.allclose(gx, 0.5 * (2.0 * np.cos(x) + 1.0) + (np.cos(x) - np.sin(x) * x))
 
 
+def test_members_never_run_after_a_call_that_may_write_their_inputs(tmp_path):
+    """``np.sin(x)`` is computed before ``bump`` (with a rule: not differentiable)
+    writes into x, as Python evaluates it, not moved to the sum after it."""
+    f = load(
+        """
+        from rulescore import non_differentiable
+
+        def bump(x):
+            x += 1.0
+            return 0.0
+
+        non_differentiable(bump)
+
+        def f(x):
+            return np.sum(np.sin(x) * 2.0 + bump(x) + x * x)
+        """,
+        tmp_path,
+    )
+    x = np.linspace(0.0, 1.0, 4)
+    want = f(x.copy())
+    y, _ = ad.pullback(f, x.copy())
+    assert y == want
+
+
 def test_a_sum_of_one_operation_is_not_fused(tmp_path):
     f = load("def f(x, y):\n    return np.sum(x * y)\n", tmp_path)
     x, y = np.arange(3.0), np.arange(3.0, 6.0)

@@ -37,9 +37,6 @@ _BINARY = ("add", "sub", "mul", "truediv")
 _NAME = re.compile(r"\b_ad_z\w+")
 _OPERATOR = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
 _UFUNC_OF = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide"}
-#: ANF helpers that neither write nor call user code on arrays: a region's
-#: statements may be computed after them (at the root) instead of before.
-_IMPURE_OPS = ("_ad_op_setitem", "_ad_op_delitem", "_ad_op_iadd")
 
 
 @dataclass
@@ -151,7 +148,10 @@ def find_regions(
                     continue
         op = _as_op(i, t, v, attrs, consts, slices)
         if op is None:
-            if not ((fn.startswith("_ad_op_") and fn not in _IMPURE_OPS) or fn in attrs):
+            # Members run at the root, after the statements between them: only an
+            # operator (``_ad_op_*``), which changes no array, may be one of those. Any
+            # other call might write into an array a member before it reads.
+            if not fn.startswith("_ad_op_"):
                 barrier = i
         elif op.kind in REDUCTIONS:
             roots.append((op, barrier))
