@@ -162,7 +162,7 @@ def find_regions(
         ops = _grow(root, lo, members, loads)
         # one operation saves a few microseconds a call, less than the millisecond or
         # so its fused form costs the transform
-        if len(ops) > 1 and _movable(ops, stmts, stored):
+        if len(ops) > 1 and _movable(ops, root, stored):
             for op in ops:
                 op.line = getattr(stmts[op.index], "lineno", 0)
                 del members[op.target]
@@ -194,13 +194,13 @@ def _grow(root: Op, lo: int, members: dict[str, Op], loads: Counter) -> list[Op]
     return sorted(found.values(), key=lambda op: op.index)
 
 
-def _movable(ops: list[Op], stmts: list[ast.stmt], stored: list[str | None]) -> bool:
-    """Whether the members may all run at the root: every statement between the
-    first of them and the root binds one name, and none a name that a member
-    before it reads (its value would change before the root reads it)."""
+def _movable(ops: list[Op], root: Op, stored: list[str | None]) -> bool:
+    """Whether the members may all run at the root: no statement between the first
+    of them and the root binds a name that a member before it reads (its value
+    would change before the root reads it). Barriers are behind the first already."""
     read: set[str] = set()
     mine = {op.index: op for op in ops}
-    for j in range(ops[0].index, ops[-1].index + 1):
+    for j in range(ops[0].index, root.index):
         op = mine.get(j)
         if op is not None:
             read.update(a for a in op.args if type(a) is str)
