@@ -26,6 +26,7 @@ __all__ = ["FUSED", "NOVALUE", "fused_seed"]
 UFUNCS = ("sin", "cos", "exp", "log", "tanh", "sqrt")
 REDUCTIONS = ("sum", "mean")
 _TRUSTED = ("rules.", "ad.")
+_f64 = np.float64
 
 
 class _Fused:
@@ -81,6 +82,8 @@ def fused_seed(ct: Any, site: str) -> float:
     A complex cotangent of the real result keeps its real part (its projection);
     a zero is 0.0. Anything that is not one number is an error naming ``site``.
     """
+    if type(ct) is _f64:  # the seed of a float64 loss
+        return float(ct)
     ct = unthunk(ct)
     if is_zero(ct):
         return 0.0
