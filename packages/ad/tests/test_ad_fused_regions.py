@@ -215,6 +215,49 @@ def test_a_sum_of_one_operation_is_not_fused(tmp_path):
     assert all(np.array_equal(g, w) for g, w in zip(ad.gradient(f, x, y), (y, x)))
 
 
+LAYOUTS = {
+    "2-d": lambda a: a.reshape(4, 6),
+    "fortran": lambda a: np.asfortranarray(a.reshape(4, 6)),
+    "strided": lambda a: np.concatenate([a, a])[::2],
+    "reversed": lambda a: a[::-1],
+    "0-d": lambda a: np.array(a[3]),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS.values(), ids=LAYOUTS.keys())
+def test_any_shape_and_memory_layout(tmp_path, numgrad, layout):
+    f = load(
+        """
+        def f(x, y):
+            return np.sum(np.sin(x) * y - np.exp(0.5 * y) / (1.5 + x * x))
+        """,
+        tmp_path,
+    )
+    rng = np.random.default_rng(8)
+    x, y = layout(rng.normal(size=24)), layout(rng.normal(size=24))
+    x0, y0 = x.copy(), y.copy()
+    gx, gy = ad.gradient(f, x, y)
+    assert np.array_equal(x, x0) and np.array_equal(y, y0)
+    assert gx.shape == x.shape and gy.shape == y.shape
+    nx, ny = numgrad(f, x, y)
+    assert np.allclose(gx, nx, rtol=1e-6, atol=1e-8)
+    assert np.allclose(gy, ny, rtol=1e-6, atol=1e-8)
+
+
+def test_slices_of_a_matrix_and_reversed_slices(tmp_path, numgrad):
+    f = load(
+        """
+        def f(A):
+            return np.sum((A[1:] - A[:-1]) ** 2 * A[::-1][1:] + np.cos(A[:-1]))
+        """,
+        tmp_path,
+    )
+    A = np.random.default_rng(9).normal(size=(5, 3))
+    assert "_ad_fz1 = True" in ad.code_adjoint(f, A)
+    (g,) = ad.gradient(f, A)
+    assert np.allclose(g, numgrad(f, A)[0], rtol=1e-6, atol=1e-8)
+
+
 def test_a_temporary_read_after_the_sum_is_no_member(tmp_path):
     """``t`` is read again after the sum (a user variable, not a temporary): the
     region is only what the sum alone reads."""

@@ -600,7 +600,10 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
     for a in inputs:
         tests.append(f"type({a}) is _ad_ndarray and {a}.dtype is _ad_f64")
     tests += [f"type({s}) is _ad_slice" for s in slices]
-    shapes = [f"{a}.shape" for a in inputs if _direct(a, ops)]
+    direct = [a for a in inputs if _direct(a, ops)]
+    if direct:  # not 0-d: numpy's operations on those return numbers, not arrays
+        tests.append(f"{direct[0]}.ndim")
+    shapes = [f"{a}.shape" for a in direct]
     stmts: list[tuple[str, int]] = []
     if len(shapes) + len(views) > 1:
         shapes += [f"({em.z(op.target)} := {op.args[0]}[{op.args[1]}]).shape" for op in views]
@@ -649,7 +652,7 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
     arg = em.z(root.args[0])
     if root.kind == "mean":
         n = f"_ad_z{key}_n"
-        first = next((a for a in inputs if _direct(a, ops)), None) or em.z(views[0].target)
+        first = direct[0] if direct else em.z(views[0].target)
         stmts.append((f"{n} = {first}.size", root.line))
         total = f"_ad_f64s(_ad_np.add.reduce({arg}, None) / {n}) if {n} else {root.func}({arg})"
     else:
