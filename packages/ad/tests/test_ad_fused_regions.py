@@ -208,6 +208,13 @@ def test_members_never_run_after_a_call_that_may_write_their_inputs(tmp_path):
     assert y == want
 
 
+def test_a_division_by_a_zero_constant_is_left_to_numpy(tmp_path):
+    f = load("def f(x):\n    return np.sum(np.sin(x) / 0.0 + x)\n", tmp_path)
+    with np.errstate(divide="ignore"):
+        (g,) = ad.gradient(f, np.array([1.0, 2.0]))
+    assert np.all(np.isinf(g))
+
+
 def test_a_sum_of_one_operation_is_not_fused(tmp_path):
     f = load("def f(x, y):\n    return np.sum(x * y)\n", tmp_path)
     x, y = np.arange(3.0), np.arange(3.0, 6.0)

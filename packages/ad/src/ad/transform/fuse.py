@@ -78,6 +78,8 @@ def _as_op(i: int, t: str, v: ast.Call, attrs: dict, consts: dict, slices: set) 
     if fn.startswith("_ad_op_"):
         kind = fn[7:]
         if kind in _BINARY and len(args) == 2:
+            if kind == "truediv" and args[1] == 0:  # not folded: numpy's inf and warning
+                return None
             return Op(i, t, kind, args, line=line)
         if kind == "neg" and len(args) == 1:
             return Op(i, t, kind, args, line=line)
