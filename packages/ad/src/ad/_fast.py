@@ -411,13 +411,10 @@ def _scalar_array_pullback(op: Any, a: Any, b: Any, side: int, y: Any) -> Any:
             if side == 1:
                 return (_NO, Thunk(lambda: unbroadcast(a, ȳ)), _negated(ȳ, v))
             return (_NO, ȳ, Thunk(lambda: unbroadcast(b, -ȳ)))
-        # array / number: ∂x = 1 / y, ∂y = -Ω / y (the rule's partials); 1 / y in numpy's
-        # arithmetic, as the primal's: inf (and a warning) for y = 0, not ZeroDivisionError
-        return (
-            _NO,
-            _scaled(ȳ, v, _f64_scalar(1.0) / b),
-            Thunk(lambda: unbroadcast(b, ȳ * (-y / b))),
-        )
+        # array / number: ∂x = 1 / y, ∂y = -Ω / y (the rule's partials); 1 / 0 is a
+        # signed inf, as in the primal's arithmetic, not a ZeroDivisionError
+        inv = 1 / b if b else math.copysign(math.inf, b)
+        return (_NO, _scaled(ȳ, v, inv), Thunk(lambda: unbroadcast(b, ȳ * (-y / b))))
 
     return scalar_array_pullback
 
