@@ -51,6 +51,7 @@ def _refresh() -> None:
     binary = (operator.add, operator.sub, operator.mul, operator.truediv)
     FUSED.ok = (
         all(_trusted(getattr(np, n), (arr,)) for n in UFUNCS + REDUCTIONS)
+        and all(_trusted(getattr(arr, n), (arr,)) for n in REDUCTIONS)
         and all(_trusted(f, (arr, arr)) for f in binary)
         and all(_trusted(f, p) for f in binary for p in ((float, arr), (arr, float)))
         and _trusted(operator.neg, (arr,))

@@ -7,7 +7,7 @@ rosenbrock's ``np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)`
     _ad_t17 = _ad_t1(_ad_t16)          # _ad_t1 = np.sum: the root
 
 whose temporaries are read by nothing but each other, and whose *root*, a
-whole-array ``np.sum`` or ``np.mean``, is its one result. Members are the
+whole-array ``np.sum`` or ``np.mean`` (or ``.sum()``/``.mean()``), is its one result. Members are the
 operators ``+ - * /`` and unary ``-``, ``a ** n`` (a constant integer ``n >= 2``),
 the ufuncs of ``ad._fused.UFUNCS`` on one array, and basic slices ``x[i:j]``.
 
@@ -45,9 +45,10 @@ class Op:
 
     index: int  # in the block
     target: str
-    kind: str  # add sub mul truediv neg pow getitem, a ufunc, or sum/mean (the root)
+    kind: str  # add sub mul truediv neg pow getitem, a ufunc, sum/mean (the root), or
+    # method: ``t = x.sum``, the lookup of a root ``t()``, run at the root when not fused
     args: list  # names, or numbers; getitem: [array, slice temporary]
-    func: str = ""  # a ufunc or root: the name bound to ``np.<kind>``
+    func: str = ""  # a ufunc or root: the name bound to ``np.<kind>`` ("": a method)
     line: int = 0
 
 
@@ -115,7 +116,8 @@ def find_regions(
     consts: dict[str, float] = {}  # temporaries bound to ``-<number>``
     slices: set[str] = set()
     members: dict[str, Op] = {}
-    roots: list[tuple[Op, int]] = []  # and the last barrier before it
+    methods: dict[str, Op] = {}  # temporaries bound to ``x.sum``/``x.mean``
+    roots: list[tuple[Op, int, Op | None]] = []  # the last barrier before, the method
     stored: list[str | None] = []  # what each statement binds (None: a barrier)
     barrier = -1
     for i, s in enumerate(stmts):
@@ -132,6 +134,8 @@ def find_regions(
         if attr is not None:
             if t in temporaries:
                 attrs[t] = attr
+                if attr in REDUCTIONS:  # perhaps ``x.sum`` of a member x, called next
+                    methods[t] = Op(i, t, "method", [v.args[0].id])
             continue
         if kind is ast.Constant or kind is ast.Name:
             continue
@@ -139,6 +143,11 @@ def find_regions(
             barrier = i
             continue
         fn = v.func.id
+        via = methods.get(fn)
+        if via is not None and not v.args:  # ``x.sum()``: the root, through ``via``
+            root = Op(i, t, attrs[fn], via.args, line=getattr(v, "lineno", 0))
+            roots.append((root, barrier, via))
+            continue
         if t in temporaries:
             if fn == "slice":
                 slices.add(t)
@@ -156,18 +165,22 @@ def find_regions(
             if not fn.startswith("_ad_op_"):
                 barrier = i
         elif op.kind in REDUCTIONS:
-            roots.append((op, barrier))
+            roots.append((op, barrier, None))
         elif t in temporaries and t in active:
             members[t] = op
     regions = []
-    for root, lo in roots:
+    for root, lo, via in roots:
         ops = _grow(root, lo, members, loads)
         # one operation saves a few microseconds a call, less than the millisecond or
         # so its fused form costs the transform
-        if len(ops) > 1 and _movable(ops, root, stored):
+        if len(ops) < 2:
+            continue
+        if via is not None:  # the method's lookup runs at the root too (or not at all)
+            ops = sorted([*ops, via], key=lambda op: op.index)
+        if _movable(ops, root, stored):
             for op in ops:
                 op.line = getattr(stmts[op.index], "lineno", 0)
-                del members[op.target]
+                members.pop(op.target, None)
             regions.append(Region([*ops, root]))
     return regions
 
@@ -587,7 +600,8 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
     """The fused primal's statements (source, its member's line): those that compute
     what the adjoint reads, and those that only compute the value; and the test."""
     region, key = em.region, em.key
-    ops, root = region.ops[:-1], region.root
+    ops = [op for op in region.ops[:-1] if op.kind != "method"]  # x.sum: at the root
+    root = region.root
     member = em.member
     views = [op for op in ops if op.kind == "getitem"]
     view_names = {op.target for op in views}
@@ -656,12 +670,17 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
         n = f"_ad_z{key}_n"
         first = direct[0] if direct else em.z(views[0].target)
         stmts.append((f"{n} = {first}.size", root.line))
-        total = f"_ad_f64s(_ad_np.add.reduce({arg}, None) / {n}) if {n} else {root.func}({arg})"
+        mean = f"{root.func}({arg})" if root.func else f"{arg}.mean()"
+        total = f"_ad_f64s(_ad_np.add.reduce({arg}, None) / {n}) if {n} else {mean}"
     else:
         total = f"_ad_np.add.reduce({arg}, None)"
     value.append((f"{root.target} = {total}", root.line))
-    for part, which in ((stmts, needed), (value, set(member) - needed)):
-        dead = [em.z(op.target) for op in ops if op.target in which and em.z(op.target) not in kept]
+    for part, for_adjoint in ((stmts, True), (value, False)):
+        dead = [
+            em.z(op.target)
+            for op in ops
+            if (op.target in needed) == for_adjoint and em.z(op.target) not in kept
+        ]
         if dead:
             part.append((f"del {', '.join(dict.fromkeys(dead))}", root.line))
     return stmts, value, " and ".join(tests)
