@@ -163,6 +163,10 @@ def gradient(f: Callable, *args: Any) -> tuple:
     >>> gradient(lambda a, b: a * b, 2.0, 3.0)
     (3.0, 2.0)
 
+    The value itself is not returned, and work that only computes it may be
+    skipped: a fused numpy sum the function returns (see the README's "How it
+    works") computes only what its derivative needs.
+
     See also: withgradient, pullback, jacobian.
     """
     if len(args) == 1 and isinstance(args[0], Params):  # implicit parameters

@@ -588,7 +588,7 @@ def call_function(
     if kwargs:
         y, back = fwd(*args, **kwargs)
     elif novalue and entry.elides:
-        y, back = fwd(*args, _ad_nv=True)
+        y, back = fwd(*args, _ad_nv=True)  # transform._nodes.NO_VALUE
     else:
         y, back = fwd(*args)
     if kwargs is None and entry.simple and len(args) == entry.n_positional:

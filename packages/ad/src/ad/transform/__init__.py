@@ -22,14 +22,14 @@ from typing import Any
 
 from rulescore import rrule
 
-from ._nodes import loaded_ids
+from ._nodes import NO_VALUE, loaded_ids
 from .activity import NONDIFF_BUILTINS, active_names, param_names, read_and_stored
 from .anf import normalize
 from .codegen import compile_primal, factory_module, used_names
 from .compiled import Compiled, signature_of
 from .desugar import desugar
 from .fence import check_supported
-from .reverse import NO_VALUE, generate
+from .reverse import generate
 from .source import constant_freevars, get_source, register_generated
 
 _RULE_TABLE = rrule.table._rules

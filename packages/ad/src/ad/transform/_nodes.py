@@ -20,6 +20,7 @@ __all__ = [
     "BINOP_NODES",
     "FAST_OPS",
     "LOAD",
+    "NO_VALUE",
     "STORE",
     "TYPE_PARAMS",
     "Z",
@@ -38,6 +39,9 @@ __all__ = [
 
 #: The name the generated code uses for ``ZeroTangent()``.
 Z = "_ad_Z"
+#: The generated primal's keyword-only parameter: its caller (``ad.gradient``)
+#: needs no value (see ``reverse._Gen.fused``; ``_runtime.call_function`` passes it).
+NO_VALUE = "_ad_nv"
 #: Operators with an inline fast path for Python numbers (``_ad_fast_<op>``).
 FAST_OPS = frozenset(["add", "sub", "mul", "truediv", "pow", "neg"])
 BINOP_NODES = {v: k for k, v in BINOPS.items()}

@@ -12,6 +12,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._nodes import NO_VALUE
 from .activity import param_names
 
 __all__ = ["Compiled", "Signature", "signature_of"]
@@ -72,7 +73,7 @@ class Compiled:
         cells = tuple(own[n] if n in own else self.helper_cells[n] for n in self.code.co_freevars)
         fn = types.FunctionType(self.code, f.__globals__, f.__name__, f.__defaults__, cells)
         if self.elides:  # the generated keyword-only parameter's default
-            fn.__kwdefaults__ = {"_ad_nv": False, **(f.__kwdefaults__ or {})}
+            fn.__kwdefaults__ = {NO_VALUE: False, **(f.__kwdefaults__ or {})}
         elif f.__kwdefaults__:
             fn.__kwdefaults__ = f.__kwdefaults__
         self.last = (f, fn)

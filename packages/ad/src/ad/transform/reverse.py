@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from .._fused import REDUCTIONS
 from ..errors import UnsupportedSyntaxError
-from ._nodes import FAST_OPS, LOAD, STORE, TYPE_PARAMS, Z, at, forget_shared, plain
+from ._nodes import FAST_OPS, LOAD, NO_VALUE, STORE, TYPE_PARAMS, Z, at, forget_shared, plain
 from ._nodes import assign as _assign
 from ._nodes import call as _call
 from ._nodes import const as _const
@@ -44,7 +44,7 @@ from .guards import copied_names, rebound_names, returned_names, shared_object_g
 from .inline import inline_adjoint, inline_op
 from .simplify import simplify_adjoint
 
-__all__ = ["NO_VALUE", "generate"]
+__all__ = ["generate"]
 
 _Name, _Call, _Tuple, _Compare = ast.Name, ast.Call, ast.Tuple, ast.Compare
 _Constant = ast.Constant
@@ -134,9 +134,6 @@ def _reuse_dying_operand(fwd: list[ast.stmt], dying: set[str], line: int) -> Non
                     value.args = [*value.args, _const(k, line)]
                     return
 
-
-#: The generated primal's keyword-only parameter: the caller needs no value.
-NO_VALUE = "_ad_nv"
 
 _FUSED_HELPERS = (
     "_ad_NOVALUE",
