@@ -3,7 +3,7 @@
 An elementwise expression over float arrays of one shape, summed (or averaged) to
 a number, runs as plain numpy with an adjoint derived at transform time. Each
 test compares the fused path with central differences or hand-derived values,
-and with the per-operation path (``FUSED.ok`` off) on the same program; the
+and with the per-operation path (``FLAGS.fused`` off) on the same program; the
 conditions under which a region falls back are tested too.
 """
 
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import ad
 from ad import CotangentShapeError
-from ad._fused import FUSED
+from ad._fast import FLAGS
 from ad.transform import _CELLS
 from rulescore import CotangentError, ZeroTangent
 
@@ -31,11 +31,11 @@ _counter = itertools.count()
 @contextlib.contextmanager
 def per_operation():
     """Run the per-operation path: what every region falls back to."""
-    FUSED.ok = False
+    FLAGS.fused = False
     try:
         yield
     finally:
-        FUSED.ok = True
+        FLAGS.fused = True
 
 
 @contextlib.contextmanager
@@ -430,21 +430,21 @@ def test_a_user_rule_turns_fusion_off(tmp_path):
             """
             import numpy as np
             import ad
-            from ad._fused import FUSED
+            from ad._fast import FLAGS
             from rulescore import NoTangent, rrule
 
             def f(x):
                 return np.sum(np.sin(x) * x)
 
             x = np.linspace(0.0, 1.0, 5)
-            assert FUSED.ok
+            assert FLAGS.fused
             g0 = ad.gradient(f, x)[0]
 
             @rrule.register(np.sin)
             def _(x: np.ndarray):
                 return np.sin(x), lambda ȳ: (NoTangent(), 10.0 * ȳ)
 
-            assert not FUSED.ok
+            assert not FLAGS.fused
             g1 = ad.gradient(f, x)[0]
             assert np.allclose(g1 - g0, (10.0 - np.cos(x)) * x), (g0, g1)
             print("ok")

@@ -32,6 +32,7 @@ from rules._util import unbroadcast
 from rulescore import AbstractZero, InplaceableThunk, NoTangent, Thunk, ZeroTangent, rrule, unthunk
 
 from ._config import ADConfig
+from ._fused import REDUCTIONS, UFUNCS
 from ._once import ONCE as _ONCE
 
 __all__ = ["FAST_HELPERS", "FLAGS", "FLOAT_PATHS", "lean_rule", "scalar_partials"]
@@ -48,12 +49,14 @@ _ADD = _SUB = _MUL = _DIV = _POW = _NEG = False
 
 class _Flags:
     """The same flags as attributes, read by the arithmetic the reverse pass inlines;
-    ``arrays`` holds the operators whose rule on two float arrays is still the built-in one."""
+    ``arrays`` holds the operators whose rule on two float arrays is still the built-in one;
+    ``fused``: a fused region's rules (``transform.fuse``) all are, its test reads it."""
 
-    __slots__ = ("add", "arrays", "mul", "neg", "pow", "scalar_arrays", "sub", "truediv")
+    __slots__ = ("add", "arrays", "fused", "mul", "neg", "pow", "scalar_arrays", "sub", "truediv")
 
     def __init__(self) -> None:
         self.add = self.sub = self.mul = self.neg = self.truediv = self.pow = False
+        self.fused = False
         self.arrays: frozenset = frozenset()
         self.scalar_arrays: frozenset = frozenset()
 
@@ -85,6 +88,12 @@ def _builtin_rule(f: Any, types: tuple) -> bool:
     return r is not None and r.impl.__module__ == "rules._arithmetic"
 
 
+def _packaged_rule(f: Any, types: tuple) -> bool:
+    """Whether ``f``'s rule for ``types`` is the ``rules`` package's."""
+    r = _table.lookup(f, types, ADConfig)
+    return r is not None and getattr(r.impl, "__module__", "").startswith("rules.")
+
+
 def _refresh() -> None:
     global _ADD, _SUB, _MUL, _DIV, _POW, _NEG
     pairs = [(a, b) for a in (float, int) for b in (float, int)]
@@ -107,6 +116,15 @@ def _refresh() -> None:
         f
         for f in (operator.add, operator.sub, operator.mul, operator.truediv)
         if all(_builtin_rule(f, p) for s in (float, int) for p in ((s, arr), (arr, s)))
+    )
+    # A fused region computes these operators (all of them, on arrays and with numbers)
+    # and numpy's functions itself, and derives their adjoints when transformed.
+    FLAGS.fused = (
+        len(FLAGS.arrays) == len(_BINARY) + 1  # and neg
+        and len(FLAGS.scalar_arrays) == 4
+        and _packaged_rule(operator.getitem, (arr, slice))
+        and all(_packaged_rule(getattr(np, n), (arr,)) for n in UFUNCS + REDUCTIONS)
+        and all(_packaged_rule(getattr(arr, n), (arr,)) for n in REDUCTIONS)
     )
     _SCALAR.clear()
 

@@ -2,66 +2,29 @@
 
 A fused region's primal is plain numpy and its adjoint was derived when the
 function was transformed: both are valid only while the rules that the
-per-operation path would dispatch to are the built-in ones. ``FUSED.ok`` says
-so; every registration recomputes it, so a user rule (or an ``opt_out``) for
-``np.sin`` on arrays turns fusion off and the per-operation path takes over.
+per-operation path would dispatch to are the built-in ones. ``_fast.FLAGS.fused``
+says so; every registration recomputes it (with the other fast paths' flags), so
+a user rule (or an ``opt_out``) for ``np.sin`` on arrays turns fusion off and the
+per-operation path takes over.
 """
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
 
 from rules._util import is_zero
-from rulescore import rrule, unthunk
+from rulescore import unthunk
 
-from ._config import ADConfig
 from .errors import CotangentShapeError
 
-__all__ = ["FUSED", "NOVALUE", "fused_seed"]
+__all__ = ["NOVALUE", "REDUCTIONS", "UFUNCS", "fused_seed"]
 
 #: The numpy functions a region may call, by attribute name (``transform.fuse``).
 UFUNCS = ("sin", "cos", "exp", "log", "tanh", "sqrt")
 REDUCTIONS = ("sum", "mean")
-_TRUSTED = ("rules.", "ad.")
 _f64 = np.float64
-
-
-class _Fused:
-    """``ok``: whether the rules behind a fused region are still the built-in ones."""
-
-    __slots__ = ("ok",)
-
-    def __init__(self) -> None:
-        self.ok = False
-
-
-FUSED = _Fused()
-
-
-def _trusted(f: Any, types: tuple) -> bool:
-    r = rrule.table.lookup(f, types, ADConfig)
-    return r is not None and getattr(r.impl, "__module__", "").startswith(_TRUSTED)
-
-
-def _refresh() -> None:
-    arr = np.ndarray
-    binary = (operator.add, operator.sub, operator.mul, operator.truediv)
-    FUSED.ok = (
-        all(_trusted(getattr(np, n), (arr,)) for n in UFUNCS + REDUCTIONS)
-        and all(_trusted(getattr(arr, n), (arr,)) for n in REDUCTIONS)
-        and all(_trusted(f, (arr, arr)) for f in binary)
-        and all(_trusted(f, p) for f in binary for p in ((float, arr), (arr, float)))
-        and _trusted(operator.neg, (arr,))
-        and _trusted(operator.pow, (arr, int))
-        and _trusted(operator.getitem, (arr, slice))
-    )
-
-
-_refresh()
-rrule.table.listeners.append(_refresh)
 
 
 class _NoValue:

@@ -18,9 +18,9 @@ from . import (
     _rules_iteration,  # noqa: F401  (registers the iteration rules)
     _runtime,
 )
-from ._fast import FAST_HELPERS
+from ._fast import FAST_HELPERS, FLAGS
 from ._fast_adjoint import mul_adjoint, pow_adjoint
-from ._fused import FUSED, NOVALUE, fused_seed
+from ._fused import NOVALUE, fused_seed
 from ._rules_containers import (
     apply,
     aslist,
@@ -73,7 +73,7 @@ HELPERS: dict[str, Any] = {
     "_ad_mul_adjoint": mul_adjoint,
     "_ad_pow_adjoint": pow_adjoint,
     # fused regions (transform.fuse)
-    "_ad_FZ": FUSED,
+    "_ad_FLAGS": FLAGS,
     "_ad_NOVALUE": NOVALUE,
     "_ad_np": np,
     "_ad_ndarray": np.ndarray,

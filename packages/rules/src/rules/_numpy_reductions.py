@@ -147,7 +147,8 @@ def _full_pullback(x: np.ndarray, scale: float, name: str) -> Callable:
         if np.ndim(ȳ) != 0:
             raise CotangentError(
                 f"np.{name}: the cotangent of a whole-array {name} (one number) must be "
-                f"one number, got an array of shape {np.shape(ȳ)}"
+                f"one number, got an array of shape {np.shape(ȳ)}. To fix: pass the "
+                "pullback one number (a float or a 0-d array)"
             )
         if np.iscomplexobj(ȳ) and dtype.kind != "c":
             ȳ = np.real(ȳ)

@@ -14,7 +14,7 @@ the ufuncs of ``ad._fused.UFUNCS`` on one array, and basic slices ``x[i:j]``.
 ``find_regions`` finds them; ``emit`` writes, for one region, a test and the two
 halves of its fused form. The test (at the root) holds when the inputs are float64
 arrays of one shape, the functions are numpy's, and their rules the built-in ones
-(``ad._fused.FUSED``). Then the primal is plain numpy, writing into the buffers of
+(``ad._fast.FLAGS.fused``). Then the primal is plain numpy, writing into the buffers of
 temporaries that died, and the adjoint is the one derived here, once: each
 cotangent is kept as a term ``c · v · f1 · f2 / g1`` (``v`` the root's cotangent,
 a float, ``c`` a constant), so constants fold and nothing is computed until an
@@ -612,7 +612,7 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
                 inputs[a] = None
     slices = {op.args[1]: None for op in views}
     funcs = {op.func: op.kind for op in region.ops if op.func}
-    tests = ["_ad_FZ.ok", *(f"{f} is _ad_np.{k}" for f, k in funcs.items())]
+    tests = ["_ad_FLAGS.fused", *(f"{f} is _ad_np.{k}" for f, k in funcs.items())]
     for a in inputs:
         tests.append(f"type({a}) is _ad_ndarray and {a}.dtype is _ad_f64")
     tests += [f"type({s}) is _ad_slice" for s in slices]

@@ -137,7 +137,7 @@ def _reuse_dying_operand(fwd: list[ast.stmt], dying: set[str], line: int) -> Non
 
 _FUSED_HELPERS = (
     "_ad_NOVALUE",
-    "_ad_FZ",
+    "_ad_FLAGS",
     "_ad_np",
     "_ad_ndarray",
     "_ad_f64",
