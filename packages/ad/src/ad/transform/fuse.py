@@ -35,6 +35,7 @@ __all__ = ["Fused", "Region", "emit", "find_regions", "module_attribute"]
 
 _BINARY = ("add", "sub", "mul", "truediv")
 _NAME = re.compile(r"\b_ad_z\w+")
+_READ = re.compile(r"\b_ad_\w+")
 _OPERATOR = {"add": "+", "sub": "-", "mul": "*", "truediv": "/"}
 _UFUNC_OF = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide"}
 
@@ -237,6 +238,7 @@ class Fused:
     backward: list[ast.stmt]  # from ``_ad_v``: the inputs' cotangent arrays
     cotangents: list[tuple[str, str]]  # (input, the local holding its cotangent)
     kept: list[str]  # the forward's locals the backward reads
+    reads: frozenset[str]  # the generated names it reads (the runtime helpers among them)
 
 
 _Term = tuple  # (coefficient, ((array name, ±1), ...)): every term also carries v
@@ -584,9 +586,11 @@ def emit(region: Region, active: set[str], key: int, site: str) -> Fused:
     forward, value, guard = _primal(em, set(kept))
     # one parse: the primal's statements, the test (an expression statement) and the
     # adjoint's, each on its line (the last two on the root's)
-    body = _parse_at([*forward, *value, (f"({guard})", line), *[(src, line) for src in lines]])
+    source = [*forward, *value, (f"({guard})", line), *[(src, line) for src in lines]]
+    body = _parse_at(source)
     n, m = len(forward), len(forward) + len(value)
     return Fused(
+        reads=frozenset(_READ.findall("\n".join(src for src, _ in source))),
         guard=body[m].value,  # type: ignore[attr-defined]
         forward=body[:n],
         value=body[n:m],

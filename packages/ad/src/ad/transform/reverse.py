@@ -135,18 +135,6 @@ def _reuse_dying_operand(fwd: list[ast.stmt], dying: set[str], line: int) -> Non
                     return
 
 
-_FUSED_HELPERS = (
-    "_ad_NOVALUE",
-    "_ad_FLAGS",
-    "_ad_np",
-    "_ad_ndarray",
-    "_ad_f64",
-    "_ad_f64s",
-    "_ad_slice",
-    "_ad_fused_seed",
-)
-
-
 def _load_counts(body: list[ast.stmt]) -> Counter:
     """How often each name is read in ``body``: an ANF call of atoms is read off its
     fields, anything else walked."""
@@ -447,8 +435,8 @@ class _Gen:
         self.n_fused += 1
         flag = f"_ad_fz{self.n_fused}"
         fz = emit(region, self.active, self.n_fused, f"{self.filename}:{line}")
-        for helper in _FUSED_HELPERS:
-            _ln(helper, line)  # the factory binds the helpers the tree reads
+        for name in fz.reads:
+            _ln(name, line)  # the factory binds the helpers the tree reads (see loaded_ids)
         members = {op.target for op in region.ops[:-1]}
         last = {a: k for k, op in enumerate(region.ops) for a in op.args if a in members}
         fallback_f: list[ast.stmt] = [_assign(flag, _const(False, line), line)]
