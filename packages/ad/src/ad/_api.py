@@ -169,13 +169,7 @@ def gradient(f: Callable, *args: Any) -> tuple:
 
     See also: withgradient, pullback, jacobian.
     """
-    if len(args) == 1 and isinstance(args[0], Params):  # implicit parameters
-        return params_withgradient(f, args[0]).grad
-    y, pb = _top_call(f, args, novalue=True)
-    if y is NOVALUE:  # a returned fused sum that skipped its value: a float
-        cts = _call_once(pb, 1.0)
-        return tuple([to_user(c) for c in cts[1:]])
-    return _differentiated(f, y, pb).grad
+    return _withgradient(f, args, novalue=True).grad
 
 
 def withgradient(f: Callable, *args: Any) -> WithGradient:
@@ -186,14 +180,17 @@ def withgradient(f: Callable, *args: Any) -> WithGradient:
     >>> withgradient(lambda x: (x * x, "aux"), 3.0)
     WithGradient(val=(9.0, 'aux'), grad=(6.0,))
     """
+    return _withgradient(f, args)
+
+
+def _withgradient(f: Callable, args: tuple, novalue: bool = False) -> WithGradient:
+    """``withgradient``; with ``novalue`` (``gradient``), ``val`` may be ``NOVALUE``."""
     if len(args) == 1 and isinstance(args[0], Params):  # implicit parameters
         return params_withgradient(f, args[0])
-    y, pb = _top_call(f, args)
-    return _differentiated(f, y, pb)
-
-
-def _differentiated(f: Callable, y: Any, pb: Callable) -> WithGradient:
-    """``withgradient``'s result from ``f``'s value ``y`` and its pullback."""
+    y, pb = _top_call(f, args, novalue)
+    if y is NOVALUE:  # a returned fused sum that skipped its value: a float
+        cts = _call_once(pb, 1.0)
+        return WithGradient(y, tuple([to_user(c) for c in cts[1:]]))
     seed = _SEEDS.get(y.__class__)
     if seed is not None:  # a float loss: the usual case
         cts = _call_once(pb, seed)
