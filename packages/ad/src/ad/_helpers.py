@@ -21,6 +21,7 @@ from . import (
 from ._fast import FAST_HELPERS, FLAGS
 from ._fast_adjoint import mul_adjoint, pow_adjoint
 from ._fused import NOVALUE, fused_seed
+from ._ownership import own
 from ._rules_containers import (
     apply,
     aslist,
@@ -50,7 +51,7 @@ HELPERS: dict[str, Any] = {
     "_ad_NoTangent": _NO,
     "_ad_unpack_error": _runtime.unpack_error,
     "_ad_argument_write": _runtime.argument_write,
-    "_ad_shared_update": _runtime.shared_update,
+    "_ad_own": own,
     "_ad_kw_ct": _runtime.kw_ct,
     "_ad_field": _runtime.field_ct,
     "_ad_fn_tangent": _runtime.fn_tangent,

@@ -35,7 +35,7 @@ from ._config import ADConfig
 from ._fast import lean_rule as _lean_rule
 from ._fast import scalar_partials as _scalar_partials
 from ._once import ONCE as _ONCE
-from ._runtime_checks import argument_write, shared_update, unpack_error
+from ._runtime_checks import argument_write, unpack_error
 from .errors import CotangentShapeError, NoRuleError
 
 __all__ = [
@@ -49,7 +49,6 @@ __all__ = [
     "rcall",
     "rcall_masked",
     "rcall_kw",
-    "shared_update",
     "tuple_ct",
     "unpack_error",
 ]

@@ -1,4 +1,4 @@
-"""Run-time checks the generated code calls: writes into shared objects, and
+"""Run-time checks the generated code calls: writes into arguments, and
 pullbacks that return the wrong number of cotangents."""
 
 from __future__ import annotations
@@ -11,20 +11,7 @@ from .errors import ADError, CotangentShapeError, CotangentWriteError, MutationE
 
 _ndarray = np.ndarray
 
-__all__ = ["argument_write", "shared_update", "unpack_error"]
-
-
-def shared_update(x: Any, y: Any, name: str, site: str) -> None:
-    """Refuse ``x op= y`` in place on an array (or a list, with a differentiable
-    value) that other names may share: the AD would not see the change."""
-    if type(x) is _ndarray or (type(x) is list and _carries_derivative(y)):
-        raise MutationError(
-            f"{site}: the augmented assignment updates {name!r} in place, and {name!r} may be "
-            "shared (it is an argument, or bound by a plain copy): in Python every name bound "
-            "to that object sees the change, which the AD cannot follow.\n"
-            f"To fix: write {name} = {name} <op> ... (a new object), or copy first "
-            f"({name} = {name}.copy())."
-        )
+__all__ = ["argument_write", "unpack_error"]
 
 
 def argument_write(value: Any, container: str, site: str) -> None:

@@ -31,9 +31,9 @@ from ._nodes import assign as _assign
 from ._nodes import call as _call
 from ._nodes import name as _n
 from ._nodes import tuple_ as _tuple
-from .activity import loaded_names, param_names, value_is_active
+from .activity import loaded_names, param_names, stored_names, value_is_active
 from .compiled import Compiled, signature_of
-from .guards import copied_names, returned_names, shared_object_guards
+from .guards import argument_write_guard, ownership_guard, returned_names
 from .source import register_generated
 
 __all__ = ["build_forward", "generate_forward", "t"]
@@ -62,7 +62,7 @@ class _Gen:
         # Set by generate_forward: the same guards on shared objects as reverse mode.
         self.params: frozenset[str] = frozenset()
         self.mutable_params: frozenset[str] = frozenset()
-        self.aliased: frozenset[str] = frozenset()
+        self.local: frozenset[str] = frozenset()
 
     def fresh(self) -> str:
         self.counter += 1
@@ -182,9 +182,10 @@ class _Gen:
             return [s, _assign(t(names[0]), tangent, line)]
         if not isinstance(value, ast.Call):
             raise self.error(s, f"cannot differentiate through {ast.unparse(value)!r}")
-        guards = shared_object_guards(
-            value, self.active, self.params, self.mutable_params, self.aliased, self.filename, line
+        guards = argument_write_guard(
+            value, self.active, self.params, self.mutable_params, self.filename, line
         )
+        guards += ownership_guard(s, True, self.params, self.local, self.filename)
         return [*guards, *self.call(target, names, value, line)]
 
     def call(self, target: ast.expr, names: list[str], value: ast.Call, line: int) -> list:
@@ -252,7 +253,7 @@ def generate_forward(
     params = param_names(fn)
     gen.params = frozenset(params)
     gen.mutable_params = returned_names(fn)
-    gen.aliased = copied_names(fn)
+    gen.local = frozenset(stored_names(fn))
     prologue: list[ast.stmt] = []
     if params:
         store = _tuple([_n(t(p), True) for p in params], store=True)

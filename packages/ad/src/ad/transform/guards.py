@@ -14,50 +14,87 @@ from ._nodes import at
 from ._nodes import call as _call
 from .activity import all_nodes, stored_names
 
-__all__ = ["copied_names", "rebound_names", "returned_names", "shared_object_guards"]
+__all__ = [
+    "argument_write_guard",
+    "ownership_guard",
+    "rebound_names",
+    "returned_names",
+]
 
-_MUTATORS = frozenset(["_ad_setitem", "_ad_setattr", "_ad_append"])
 _Assign, _Return, _If, _For, _While = ast.Assign, ast.Return, ast.If, ast.For, ast.While
 _Name, _Store, _Constant, _Call = ast.Name, ast.Store, ast.Constant, ast.Call
 _Tuple, _List, _Dict, _Compare, _UnaryOp = ast.Tuple, ast.List, ast.Dict, ast.Compare, ast.UnaryOp
 
 
-def shared_object_guards(
+_WRITERS = frozenset(["_ad_setitem", "_ad_setattr", "_ad_append"])
+
+
+def ownership_guard(
+    s: ast.Assign, active: bool, params: frozenset[str], local: frozenset[str], filename: str
+) -> list[ast.stmt]:
+    """``x = _ad_own(x, "x", site, active)`` before a statement that writes
+    into the object bound to the local ``x`` in place: ``x op= y``
+    (``_ad_iop_*``), an item, attribute or ``append`` write, or a call with
+    ``out=x``.
+
+    ``_ad_own`` (``ad._ownership``) refuses the write when something the user
+    can observe holds that object too, and gives an undifferentiated write a
+    copy when the tape does. A differentiated write into a parameter's
+    container is ``argument_write_guard``'s to judge (the caller may rebind
+    it: ``buf = fill(buf, v)``); the AD's own temporaries need no guard.
+    """
+    value, line = s.value, s.lineno
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+        return []
+    fn = value.func.id
+    first = value.args[0] if value.args else None
+    if fn.startswith("_ad_iop_") or fn in _WRITERS:
+        target = s.targets[0]
+        if not (
+            isinstance(first, ast.Name)
+            and isinstance(target, ast.Name)
+            and target.id == first.id
+            and not (fn in _WRITERS and active and first.id in params)
+        ):
+            return []
+        name = first.id
+    else:
+        out = [k.value for k in value.keywords if k.arg == "out"]
+        if not (out and isinstance(out[0], ast.Name) and out[0].id in local):
+            return []
+        name = out[0].id
+    if name.startswith("_ad_"):
+        return []
+    check = _call(
+        "_ad_own",
+        at(ast.Name(id=name, ctx=ast.Load()), line),
+        at(ast.Constant(name), line),
+        at(ast.Constant(f"{filename}:{line}"), line),
+        at(ast.Constant(active), line),
+        line=line,
+    )
+    store = at(ast.Name(id=name, ctx=ast.Store()), line)
+    return [at(ast.Assign(targets=[store], value=check), line)]
+
+
+def argument_write_guard(
     value: ast.expr,
     active: set[str],
     params: frozenset[str],
     mutable_params: frozenset[str],
-    aliased: frozenset[str],
     filename: str,
     line: int,
 ) -> list[ast.stmt]:
-    """Run-time checks before a write into an object that others may share.
-
-    * ``x op= y`` updates an array in place in Python, so every name bound to
-      it sees the change, while the AD computes ``x op y`` out of place. Where
-      ``x`` may be shared (an argument, or bound by a plain copy) that would
-      silently change the program: ``_ad_shared_update`` refuses arrays.
-    * ``arg[k] = v`` (or ``.append``, attribute writes) into an argument the
-      function does not return: the caller would not see the change in the
-      backward pass; ``_ad_argument_write`` refuses a value that may carry a
-      derivative.
-    """
+    """``arg[k] = v`` (or ``.append``, attribute writes) into an argument the
+    function does not return: the caller would not see the change in the
+    backward pass; ``_ad_argument_write`` refuses a value that may carry a
+    derivative."""
     if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.args):
         return []
     fn, first, last = value.func.id, value.args[0], value.args[-1]
-    if not isinstance(first, ast.Name):
-        return []
-    if fn.startswith("_ad_iop_") and (first.id in params or first.id in aliased):
-        check = _call(
-            "_ad_shared_update",
-            first,
-            value.args[1],
-            at(ast.Constant(first.id), line),
-            at(ast.Constant(f"{filename}:{line}"), line),
-            line=line,
-        )
-    elif (
-        fn in _MUTATORS
+    if (
+        fn in _WRITERS
+        and isinstance(first, ast.Name)
         and first.id in params
         and first.id not in mutable_params
         and isinstance(last, ast.Name)
@@ -70,9 +107,8 @@ def shared_object_guards(
             at(ast.Constant(f"{filename}:{line}"), line),
             line=line,
         )
-    else:
-        return []
-    return [ast.Expr(value=check, lineno=line, col_offset=0)]
+        return [ast.Expr(value=check, lineno=line, col_offset=0)]
+    return []
 
 
 def _statements(body: list[ast.stmt], out: list[ast.AST]) -> list[ast.AST]:
@@ -90,20 +126,6 @@ def _statements(body: list[ast.stmt], out: list[ast.AST]) -> list[ast.AST]:
         else:
             out.extend(all_nodes(st))
     return out
-
-
-def copied_names(fn: ast.FunctionDef) -> frozenset[str]:
-    """Names on either side of a plain copy ``a = b``: they may share one object."""
-    out = set()
-    for node in _statements(fn.body, []):
-        if (
-            type(node) is _Assign
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Name)
-        ):
-            out.add(node.targets[0].id)
-            out.add(node.value.id)
-    return frozenset(out)
 
 
 def returned_names(fn: ast.FunctionDef) -> frozenset[str]:

@@ -40,7 +40,7 @@ from .activity import (
 )
 from .codegen import mark_located
 from .fuse import Region, emit, find_regions, module_attribute
-from .guards import copied_names, rebound_names, returned_names, shared_object_guards
+from .guards import argument_write_guard, ownership_guard, rebound_names, returned_names
 from .inline import inline_adjoint, inline_op
 from .simplify import simplify_adjoint
 
@@ -198,7 +198,7 @@ class _Gen:
     rebound: frozenset[str] = frozenset()  # names bound more than once (or in a loop)
     params: frozenset[str] = frozenset()
     mutable_params: frozenset[str] = frozenset()  # parameters the function may mutate
-    aliased: frozenset[str] = frozenset()  # names on either side of a plain copy a = b
+    local: frozenset[str] = frozenset()  # names the function binds
     releasable: frozenset[str] = frozenset()  # temporaries the primal may drop when dead
     pure: bool = False  # the differentiable form (see ``generate``)
     callees: frozenset[str] = frozenset()  # names of plain Python functions (inactive_mask)
@@ -506,10 +506,13 @@ class _Gen:
         value = s.value
         tnames = _names_in_target(target)
         if not value_is_active(value, self.active, self.plain_funcs):
-            return [plain(s)], self.reset(tnames, line)
-        guard = shared_object_guards(
-            value, self.active, self.params, self.mutable_params, self.aliased, self.filename, line
+            # An undifferentiated write in place must not reach what the tape saved.
+            own = ownership_guard(s, False, self.params, self.local, self.filename)
+            return [*own, plain(s)], self.reset(tnames, line)
+        guard = argument_write_guard(
+            value, self.active, self.params, self.mutable_params, self.filename, line
         )
+        guard += ownership_guard(s, True, self.params, self.local, self.filename)
         if tnames and tnames[0].startswith("_ad_nl"):
             container = (
                 value.args[0].id
@@ -948,7 +951,7 @@ def generate(
         rebound=rebound_names(fn),
         params=frozenset(param_names(fn)),
         mutable_params=mutable_params | returned_names(fn),
-        aliased=copied_names(fn),
+        local=frozenset(stored_names(fn)),
         releasable=_single_temporaries(fn.body),
         pure=pure,
         body=fn.body,

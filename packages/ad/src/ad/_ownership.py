@@ -1,0 +1,324 @@
+"""Who else can see an object that differentiated code is about to write in place.
+
+Python's in-place updates (``x += y`` on an array, ``v[i] = a``, ``d[k] = v``,
+``lst.append(v)``, ``o.a = v``, ``out=x``) change an *object*, and every name,
+container, view or caller holding that object sees the change. The AD follows
+*variables*: it differentiates ``x += y`` as ``x = x + y`` and tracks a
+container's tangent under the name it is written through. The two agree exactly
+when nothing else can observe the object, which CPython's reference counts and
+``ndarray.base`` tell: ``own`` runs before every such write in generated code
+and
+
+* returns the object when only the written variable holds it (the common
+  case: one ``getrefcount`` and one ``.base`` test);
+* otherwise accounts for every other reference. References held by the AD
+  itself (its tape of pullbacks and its temporaries, in the generated frames
+  on the stack) are harmless to a differentiated update, which builds a new
+  array, but an undifferentiated in-place write would corrupt the values a
+  pullback saved: there ``own`` returns a copy (copy-on-write), which the
+  write then changes while the tape keeps the original;
+* raises ``MutationError``, naming the variable, the other holders it found
+  and a fix, when a holder the user can observe (another variable, a list, a
+  dict, an object, a view, the caller) would see a change the AD cannot follow.
+
+An undifferentiated write into an object nothing on the tape holds runs as
+plain Python, in place, whoever else holds it.
+
+>>> import numpy as np
+>>> def f(x):                         # a view of y would see the update
+...     y = x * 1.0
+...     v = y[:2]
+...     v *= 10.0
+...     return np.sum(y)
+>>> import ad
+>>> ad.gradient(f, np.ones(3))
+Traceback (most recent call last):
+...
+ad.errors.MutationError: ...: 'v' is updated in place, but it is a view of another array ...
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import sys
+import types
+from typing import Any
+
+import numpy as np
+
+import rules
+import rulescore
+from rulescore import NoTangent, frule, rrule
+
+from ._config import ADConfig
+from .errors import MutationError
+
+__all__ = ["own"]
+
+_ndarray = np.ndarray
+_IMMUTABLE = frozenset([float, int, complex, bool, str, bytes, tuple, type(None), frozenset])
+_FunctionType, _MethodType, _CellType = types.FunctionType, types.MethodType, types.CellType
+_OPAQUE = frozenset([types.ModuleType, type, types.BuiltinFunctionType])
+_GENERATED = "_ad_fwd"  # the name of every generated primal (reverse and forward mode)
+#: Where the frames of the AD's runtime come from: everything they hold is the AD's.
+_INTERNAL = tuple(
+    os.path.dirname(m.__file__) + os.sep
+    for m in (sys.modules["ad"], rulescore, rules)
+    if m.__file__
+)
+_DEPTH = 8  # how deep the AD's own holders are searched
+_NO = NoTangent()
+
+
+def _calibrate() -> tuple[int, int]:
+    """The reference counts ``own`` reads when nothing else holds the object:
+    measured on this interpreter, with the call shapes ``own`` is called with."""
+
+    def probe(x: Any, name: str, site: str, active: bool) -> tuple[int, int]:
+        base = x.base
+        return sys.getrefcount(x), sys.getrefcount(base)
+
+    def caller() -> tuple[int, int]:
+        x = np.empty(2)[1:]
+        x = probe(x, "x", "", True)
+        return x
+
+    return caller()
+
+
+_ALONE, _BASE_ALONE = _calibrate()
+
+
+def own(x: Any, name: str, site: str, active: bool) -> Any:
+    """``x``, ready to be written in place through the variable ``name``.
+
+    ``active``: the write is differentiated (it rebinds ``name``; the old
+    object must not be observable by the user). Otherwise the write runs as
+    plain Python: a copy is returned when only the AD's tape holds ``x`` too.
+    """
+    if type(x) in _IMMUTABLE:
+        return x
+    # references: the caller's variable, this parameter, getrefcount's argument
+    n = sys.getrefcount(x) - _ALONE
+    if isinstance(x, _ndarray):
+        base = x.base
+        # references: the view's base pointer, this variable, getrefcount's argument
+        nb = 0 if base is None else sys.getrefcount(base) - _BASE_ALONE
+    else:
+        base, nb = None, 0
+    if n <= 0 and nb <= 0:
+        return x
+    return _slow(x, base, max(n, 0), max(nb, 0), name, site, active)
+
+
+def _slow(x: Any, base: Any, n: int, nb: int, name: str, site: str, active: bool) -> Any:
+    """Account for the ``n`` references to ``x`` beyond its variable (and for
+    the ``nb`` ones to a view's base beyond the view)."""
+    frame = sys._getframe(2)
+    found = _Holders(x, name)
+    found.search(frame)
+    unexplained = n - found.internal - len(found.users)
+    if nb:
+        # The memory belongs to ``base``: every holder of base sees the write.
+        of_base = _Holders(base, name)
+        of_base.search(frame)
+        extra = nb - of_base.internal - len(of_base.users)
+        if of_base.users or extra > 0 or (not active and of_base.internal):
+            raise MutationError(_view_message(name, site, of_base.users))
+        found.internal += of_base.internal
+    if active:
+        if found.users or unexplained > 0:
+            raise MutationError(_shared_message(name, site, found.users))
+        return x
+    if not found.internal:
+        return x  # plain Python, and nothing the backward pass keeps sees it
+    if found.users or unexplained > 0:
+        raise MutationError(_saved_message(name, site, found.users))
+    return x.copy() if isinstance(x, _ndarray) else copy.copy(x)
+
+
+class _Holders:
+    """The holders of ``target`` in the generated frames from ``frame`` outwards:
+    ``internal`` counts the AD's references (its ``_ad_`` variables: tape
+    entries, temporaries), ``users`` names the user's variables holding it
+    (itself, in a container or object, or a view of it)."""
+
+    def __init__(self, target: Any, name: str | None) -> None:
+        self.target = target
+        self.name = name
+        self.internal = 0
+        self.users: list[str] = []
+        self.seen: set[int] = set()
+
+    def search(self, frame: types.FrameType | None) -> None:
+        first = True
+        while frame is not None:
+            code = frame.f_code
+            generated = code.co_name == _GENERATED
+            if generated or code.co_filename.startswith(_INTERNAL):
+                own_codes = {id(c) for c in code.co_consts if isinstance(c, types.CodeType)}
+                free = code.co_freevars  # cells of an enclosing frame: counted there, if at all
+                for k, v in _locals(frame):
+                    if k in free:
+                        continue
+                    if not generated or k.startswith("_ad_"):
+                        self.internal += self.count(v, _DEPTH, own_codes)
+                    elif first and k == self.name:
+                        continue  # the variable being written (or, for its base, the view)
+                    elif self.holds(v, 3):
+                        self.users.append(k if first else f"{k} (in {_where(frame)})")
+                first = first and not generated
+            frame = frame.f_back
+
+    def count(self, v: Any, depth: int, own_codes: set[int]) -> int:
+        """References to the target held by ``v`` or what it holds (AD objects:
+        pullbacks as closures or tuples, their stacks, thunks)."""
+        t = self.target
+        if v is t:
+            return 1
+        kind = type(v)
+        if kind is _ndarray:
+            return 1 if v.base is t else 0
+        if depth == 0 or (kind in _IMMUTABLE and kind is not tuple) or kind in _OPAQUE:
+            return 0
+        key = id(v)
+        if key in self.seen:
+            return 0
+        if isinstance(v, (tuple, list)):  # pullbacks may be tuple subclasses
+            self.seen.add(key)
+            return sum(self.count(e, depth - 1, own_codes) for e in reversed(v))
+        if kind is dict:
+            self.seen.add(key)
+            return sum(self.count(e, depth - 1, own_codes) for e in v.values())
+        if kind is _FunctionType:
+            self.seen.add(key)
+            if id(v.__code__) in own_codes or not v.__closure__:
+                return 0  # the frame's own closures read its variables, counted there
+            total = 0
+            for cell in v.__closure__:
+                if id(cell) in self.seen:
+                    continue
+                self.seen.add(id(cell))
+                try:
+                    c = cell.cell_contents
+                except ValueError:
+                    continue
+                total += self.count(c, depth - 1, own_codes)
+            return total
+        if kind is _MethodType:
+            self.seen.add(key)
+            return self.count(v.__self__, depth - 1, own_codes)
+        self.seen.add(key)
+        return sum(self.count(e, depth - 1, own_codes) for e in _fields(v))
+
+    def holds(self, v: Any, depth: int) -> bool:
+        """Whether a user's variable's value is the target, a view of it, or a
+        container or object holding one."""
+        t = self.target
+        if v is t:
+            return True
+        kind = type(v)
+        if kind is _ndarray or isinstance(v, _ndarray):
+            return v.base is t and t is not None
+        if depth == 0 or (kind in _IMMUTABLE and kind is not tuple):
+            return False
+        if isinstance(v, (tuple, list)):
+            return any(self.holds(e, depth - 1) for e in v)
+        if kind is dict:
+            return any(self.holds(e, depth - 1) for e in v.values())
+        if isinstance(v, (types.FunctionType, types.ModuleType, type)):
+            return False
+        return any(self.holds(e, depth - 1) for e in _fields(v))
+
+
+_SLOTS: dict[type, tuple[str, ...]] = {}
+
+
+def _fields(v: Any) -> list[Any]:
+    """The values of an object's attributes: its ``__dict__`` and ``__slots__``."""
+    kind = type(v)
+    slots = _SLOTS.get(kind)
+    if slots is None:
+        names: list[str] = []
+        for k in kind.__mro__:
+            s = k.__dict__.get("__slots__", ())
+            names.extend([s] if isinstance(s, str) else s)
+        slots = _SLOTS[kind] = tuple(n for n in names if n not in ("__dict__", "__weakref__"))
+    out = [getattr(v, n) for n in slots if hasattr(v, n)]
+    d = getattr(v, "__dict__", None)
+    if type(d) is dict:
+        out.extend(d.values())
+    return out
+
+
+def _locals(frame: types.FrameType) -> list[tuple[str, Any]]:
+    """A frame's variables, read without leaving references behind (before 3.13,
+    ``f_locals`` is a snapshot dict kept on the frame: emptied after reading)."""
+    d = frame.f_locals
+    items = list(d.items())
+    if type(d) is dict:
+        d.clear()
+    return items
+
+
+def _where(frame: types.FrameType) -> str:
+    return f"the caller at {frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _others(users: list[str]) -> str:
+    if not users:
+        return (
+            "something else holds it too (a list, dict or object attribute, a view, "
+            "the caller, a global or a closure)"
+        )
+    return "it is also reachable as " + ", ".join(repr(u) for u in users)
+
+
+def _shared_message(name: str, site: str, users: list[str]) -> str:
+    return (
+        f"{site}: {name!r} is updated in place, but {_others(users)}: in Python every holder "
+        "sees the change, which the AD cannot follow (it differentiates the update as a new "
+        f"value of {name!r}).\n"
+        f"To fix: write {name} = {name} <op> ... (a new object) and use the new value "
+        f"where you need it, or copy first ({name} = {name}.copy())."
+    )
+
+
+def _view_message(name: str, site: str, users: list[str]) -> str:
+    held = f" (the array is reachable as {', '.join(repr(u) for u in users)})" if users else ""
+    return (
+        f"{site}: {name!r} is updated in place, but it is a view of another array{held}: "
+        "in Python the write changes that array too, which the AD cannot follow.\n"
+        f"To fix: take a copy ({name} = {name}.copy()) to update on its own, or build the "
+        "whole array out of place (np.where, np.concatenate, a list then np.array)."
+    )
+
+
+def _saved_message(name: str, site: str, users: list[str]) -> str:
+    return (
+        f"{site}: {name!r} is updated in place, but the backward pass has saved it and "
+        f"{_others(users)}: the write would change the saved values.\n"
+        f"To fix: write {name} = {name} <op> ... (a new object), or copy it before the "
+        "differentiated code reads it."
+    )
+
+
+# Differentiated again (the generated code of reverse over reverse is itself
+# transformed), ``own`` passes its argument's derivative through: what it
+# returns is that object or a copy of it.
+
+
+@rrule.register(own, config=ADConfig)
+def _(config: Any, x: Any, name: str, site: str, active: bool) -> Any:
+    def own_pullback(ȳ: Any) -> tuple:
+        return (_NO, ȳ, _NO, _NO, _NO)
+
+    return own(x, name, site, active), own_pullback
+
+
+@frule.register(own, config=ADConfig)
+def _(
+    config: Any, ḟ: Any, ẋ: Any, ṅ: Any, ṡ: Any, ȧ: Any, x: Any, name: str, site: str, active: bool
+) -> Any:
+    return own(x, name, site, active), ẋ
