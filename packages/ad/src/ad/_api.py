@@ -8,14 +8,22 @@ import types
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from rulescore import AbstractZero, NotImplementedTangent, Tangent, ZeroTangent, rrule, unthunk
+from rulescore import (
+    AbstractZero,
+    NotImplementedTangent,
+    ProjectTo,
+    Tangent,
+    ZeroTangent,
+    rrule,
+    unthunk,
+)
 
 from ._fused import NOVALUE
 from ._params import Params, params_pullback, params_withgradient
 from ._runtime import ONCE, call_function, rcall
 from .errors import NonScalarOutputError
 
-__all__ = ["code_adjoint", "gradient", "pullback", "withgradient"]
+__all__ = ["code_adjoint", "gradient", "pullback", "user_results", "withgradient"]
 
 
 _FunctionType = types.FunctionType
@@ -82,6 +90,72 @@ def to_user(ct: Any) -> Any:
     return ct
 
 
+def user_results(cts: Any, args: tuple, seed: Any = None) -> tuple:
+    """The arguments' cotangents ``cts[1:]`` as the caller receives them
+    (``to_user``), each an object the caller may change freely: an array that
+    shares memory with the seed, an argument or another result is copied, and
+    a complex cotangent of a real argument (from a rule that did not project)
+    is projected onto the reals, as ``ProjectTo`` of that argument does."""
+    out = [to_user(c) for c in cts[1:]]
+    taken: set[int] = set()
+    for x in (seed, *args):
+        _claim(x, taken, False)
+    for i, (g, x) in enumerate(zip(out, args)):
+        if g is not None and _is_real(x) and _is_complex(g):
+            g = ProjectTo(x)(g)
+        out[i] = _claim(g, taken, True)
+    return tuple(out)
+
+
+def _owner(a: Any) -> int:
+    """The identity of the object whose memory an array uses."""
+    while isinstance(a, _ndarray) and a.base is not None:
+        a = a.base
+    return id(a)
+
+
+def _claim(v: Any, taken: set[int], fresh: bool) -> Any:
+    """``v`` with every array in it recorded in ``taken``; with ``fresh``, an array
+    whose memory is taken already is replaced by a copy first."""
+    kind = type(v)
+    if kind is _ndarray:
+        key = _owner(v)
+        if fresh and key in taken:
+            v = v.copy()
+            key = id(v)
+        taken.add(key)
+        return v
+    if kind is tuple or kind is list:
+        return kind(_claim(e, taken, fresh) for e in v)
+    if kind is dict:
+        return {k: _claim(e, taken, fresh) for k, e in v.items()}
+    if isinstance(v, Tangent) and fresh:
+        b = v._backing
+        if type(b) is dict:
+            return type(v)._from_backing({k: _claim(e, taken, fresh) for k, e in b.items()})
+        return v
+    if isinstance(v, Tangent):
+        for e in v._backing.values() if type(v._backing) is dict else v._backing:
+            _claim(e, taken, fresh)
+    return v
+
+
+def _is_real(x: Any) -> bool:
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, (int, float)):
+        return True
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and dtype.kind in "fiu"
+
+
+def _is_complex(g: Any) -> bool:
+    if isinstance(g, complex):
+        return True
+    dtype = getattr(g, "dtype", None)
+    return dtype is not None and dtype.kind == "c"
+
+
 def _field_to_user(v: Any) -> Any:
     v = unthunk(v)
     if isinstance(v, AbstractZero):
@@ -105,8 +179,7 @@ def pullback(f: Callable, *args: Any) -> tuple[Any, Callable]:
     y, pb = _top_call(f, args)
 
     def back(ȳ: Any) -> tuple:
-        cts = pb(ȳ)
-        return tuple(to_user(c) for c in cts[1:])
+        return user_results(pb(ȳ), args, ȳ)
 
     return y, back
 
@@ -189,12 +262,10 @@ def _withgradient(f: Callable, args: tuple, novalue: bool = False) -> WithGradie
         return params_withgradient(f, args[0])
     y, pb = _top_call(f, args, novalue)
     if y is NOVALUE:  # a returned fused sum that skipped its value: a float
-        cts = _call_once(pb, 1.0)
-        return WithGradient(y, tuple([to_user(c) for c in cts[1:]]))
+        return WithGradient(y, user_results(_call_once(pb, 1.0), args))
     seed = _SEEDS.get(y.__class__)
     if seed is not None:  # a float loss: the usual case
-        cts = _call_once(pb, seed)
-        return WithGradient(y, tuple([to_user(c) for c in cts[1:]]))
+        return WithGradient(y, user_results(_call_once(pb, seed), args))
     if isinstance(y, tuple) and not hasattr(y, "_fields"):
         if not y:
             raise NonScalarOutputError("withgradient: the function returned an empty tuple")
@@ -206,8 +277,7 @@ def _withgradient(f: Callable, args: tuple, novalue: bool = False) -> WithGradie
         seed = {first: _seed(y[first], f)}
     else:
         seed = _seed(y, f)
-    cts = _call_once(pb, seed)
-    return WithGradient(y, tuple(to_user(c) for c in cts[1:]))
+    return WithGradient(y, user_results(_call_once(pb, seed), args, seed))
 
 
 def _call_once(pb: Callable, seed: Any) -> Any:
