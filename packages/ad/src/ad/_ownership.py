@@ -43,6 +43,7 @@ import copy
 import os
 import sys
 import types
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -68,6 +69,7 @@ _INTERNAL = tuple(
     if m.__file__
 )
 _DEPTH = 8  # how deep the AD's own holders are searched
+_QUICK = 4  # entries of a tape stack the quick search reads
 _NO = NoTangent()
 
 
@@ -116,12 +118,19 @@ def _slow(x: Any, base: Any, n: int, nb: int, name: str, site: str, active: bool
     """Account for the ``n`` references to ``x`` beyond its variable (and for
     the ``nb`` ones to a view's base beyond the view)."""
     frame = sys._getframe(2)
+    if _Holders(x, name, n).explained(frame) and (
+        not nb or _Holders(base, name, nb, x).explained(frame)
+    ):
+        # Only the AD holds it besides: its tape keeps the object it saved.
+        if active:
+            return x
+        return x.copy() if isinstance(x, _ndarray) else copy.copy(x)
     found = _Holders(x, name)
     found.search(frame)
     unexplained = n - found.internal - len(found.users)
     if nb:
         # The memory belongs to ``base``: every holder of base sees the write.
-        of_base = _Holders(base, name)
+        of_base = _Holders(base, name, view=x)
         of_base.search(frame)
         extra = nb - of_base.internal - len(of_base.users)
         if of_base.users or extra > 0 or (not active and of_base.internal):
@@ -144,12 +153,31 @@ class _Holders:
     entries, temporaries), ``users`` names the user's variables holding it
     (itself, in a container or object, or a view of it)."""
 
-    def __init__(self, target: Any, name: str | None) -> None:
+    def __init__(
+        self, target: Any, name: str | None, need: int | None = None, view: Any = None
+    ) -> None:
         self.target = target
         self.name = name
+        # ``need``: the quick search, which stops once this many are found
+        self.quick = need is not None
+        self.need = (1 << 62) if need is None else need
         self.internal = 0
         self.users: list[str] = []
-        self.seen: set[int] = set()
+        # ``view``: the view being written, whose reference to its base is expected
+        self.seen: set[int] = set() if view is None else {id(view)}
+
+    def explained(self, frame: types.FrameType) -> bool:
+        """Whether the AD's variables in ``frame`` (the generated one writing)
+        hold all ``need`` references: the quick answer for the usual case, a
+        write into an array a pullback saved."""
+        own_codes = {id(c) for c in frame.f_code.co_consts if isinstance(c, types.CodeType)}
+        free = frame.f_code.co_freevars
+        for k, v in _locals(frame):
+            if k.startswith("_ad_") and k not in free:
+                self.count(v, _DEPTH, own_codes)
+                if self.internal >= self.need:
+                    return True
+        return False
 
     def search(self, frame: types.FrameType | None) -> None:
         first = True
@@ -163,7 +191,7 @@ class _Holders:
                     if k in free:
                         continue
                     if not generated or k.startswith("_ad_"):
-                        self.internal += self.count(v, _DEPTH, own_codes)
+                        self.count(v, _DEPTH, own_codes)
                     elif first and k == self.name:
                         continue  # the variable being written (or, for its base, the view)
                     elif self.holds(v, 3):
@@ -171,46 +199,50 @@ class _Holders:
                 first = first and not generated
             frame = frame.f_back
 
-    def count(self, v: Any, depth: int, own_codes: set[int]) -> int:
-        """References to the target held by ``v`` or what it holds (AD objects:
-        pullbacks as closures or tuples, their stacks, thunks)."""
+    def count(self, v: Any, depth: int, own_codes: set[int]) -> None:
+        """Add to ``internal`` the references to the target held by ``v`` or what
+        it holds (AD objects: pullbacks as closures or tuples, their stacks,
+        thunks), until ``need`` are found."""
         t = self.target
         if v is t:
-            return 1
+            self.internal += 1
+            return
         kind = type(v)
         if kind is _ndarray:
-            return 1 if v.base is t else 0
+            if v.base is t and id(v) not in self.seen:
+                self.seen.add(id(v))  # a view holds one reference, however reached
+                self.internal += 1
+            return
         if depth == 0 or (kind in _IMMUTABLE and kind is not tuple) or kind in _OPAQUE:
-            return 0
+            return
         key = id(v)
         if key in self.seen:
-            return 0
-        if isinstance(v, (tuple, list)):  # pullbacks may be tuple subclasses
-            self.seen.add(key)
-            return sum(self.count(e, depth - 1, own_codes) for e in reversed(v))
-        if kind is dict:
-            self.seen.add(key)
-            return sum(self.count(e, depth - 1, own_codes) for e in v.values())
-        if kind is _FunctionType:
-            self.seen.add(key)
-            if id(v.__code__) in own_codes or not v.__closure__:
-                return 0  # the frame's own closures read its variables, counted there
-            total = 0
-            for cell in v.__closure__:
-                if id(cell) in self.seen:
-                    continue
-                self.seen.add(id(cell))
-                try:
-                    c = cell.cell_contents
-                except ValueError:
-                    continue
-                total += self.count(c, depth - 1, own_codes)
-            return total
-        if kind is _MethodType:
-            self.seen.add(key)
-            return self.count(v.__self__, depth - 1, own_codes)
+            return
         self.seen.add(key)
-        return sum(self.count(e, depth - 1, own_codes) for e in _fields(v))
+        if isinstance(v, (tuple, list)):  # pullbacks may be tuple subclasses
+            # A stack's newest entries first; the quick search reads only a few.
+            items: Any = islice(reversed(v), _QUICK) if self.quick else reversed(v)
+        elif kind is dict:
+            items = v.values()
+        elif kind is _FunctionType:
+            if id(v.__code__) in own_codes or not v.__closure__:
+                return  # the frame's own closures read its variables, counted there
+            items = []
+            for cell in v.__closure__:
+                if id(cell) not in self.seen:
+                    self.seen.add(id(cell))
+                    try:
+                        items.append(cell.cell_contents)
+                    except ValueError:  # an empty cell
+                        pass
+        elif kind is _MethodType:
+            items = [v.__self__]
+        else:
+            items = _fields(v)
+        for e in items:
+            self.count(e, depth - 1, own_codes)
+            if self.internal >= self.need:
+                return
 
     def holds(self, v: Any, depth: int) -> bool:
         """Whether a user's variable's value is the target, a view of it, or a
