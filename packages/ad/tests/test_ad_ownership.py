@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ad_testing import fd_hessian
 
 import ad
 import rulescore
@@ -409,3 +410,28 @@ def test_a_complex_cotangent_of_a_real_argument_is_projected():
     np.testing.assert_array_equal(g, [2.0, 2.0])
     (g,) = ad.gradient(lambda z: abs(scaled_twice(z)) ** 2, 1.0 + 0.5j)
     assert isinstance(g, complex)  # a complex argument keeps its complex gradient
+
+
+# --- second order: the same decisions --------------------------------------------------
+
+
+@pytest.mark.parametrize("hessian", [ad.hessian, ad.hessian_reverse], ids=lambda h: h.__name__)
+@pytest.mark.parametrize(
+    "f",
+    [softmax_in_place, accumulate_in_a_loop, tanh_in_a_loop, constant_updated_after_use],
+    ids=lambda f: f.__name__,
+)
+def test_second_order_through_updates_nobody_else_observes(f, hessian):
+    x = np.array([0.1, 0.4, -0.3])
+    np.testing.assert_allclose(hessian(f, x), fd_hessian(f, x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("hessian", [ad.hessian, ad.hessian_reverse], ids=lambda h: h.__name__)
+@pytest.mark.parametrize(
+    "f",
+    [view_slice, rows_of_a_loop, held_by_a_list, held_by_an_object, tuple_unpacking, plain_copy],
+    ids=lambda f: f.__name__,
+)
+def test_second_order_refuses_what_first_order_refuses(f, hessian):
+    with pytest.raises(ad.MutationError, match="is updated in place"):
+        hessian(f, np.array([0.1, 0.4, -0.3]))

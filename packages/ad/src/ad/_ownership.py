@@ -179,7 +179,9 @@ class _Holders:
                     return True
         return False
 
-    def search(self, frame: types.FrameType | None) -> None:
+    def search(self, frame: types.FrameType | None, internal: bool = True) -> None:
+        """Count the AD's references (unless not ``internal``) and name the user's
+        holders, in the generated and runtime frames from ``frame`` outwards."""
         first = True
         while frame is not None:
             code = frame.f_code
@@ -191,7 +193,8 @@ class _Holders:
                     if k in free:
                         continue
                     if not generated or k.startswith("_ad_"):
-                        self.count(v, _DEPTH, own_codes)
+                        if internal:
+                            self.count(v, _DEPTH, own_codes)
                     elif first and k == self.name:
                         continue  # the variable being written (or, for its base, the view)
                     elif self.holds(v, 3):
@@ -336,9 +339,32 @@ def _saved_message(name: str, site: str, users: list[str]) -> str:
     )
 
 
-# Differentiated again (the generated code of reverse over reverse is itself
-# transformed), ``own`` passes its argument's derivative through: what it
-# returns is that object or a copy of it.
+# Differentiated again (the generated code is itself transformed at second
+# order), ``own`` is called through its rules, under the outer level's runtime,
+# whose references to the object cannot be counted. There the user's holders in
+# the generated frames (aliases, containers, objects, views) are still found and
+# refused; a holder outside them (a global, a caller that is not differentiated)
+# is seen at first order only. What ``own`` returns is that object or a copy: the
+# derivative passes through.
+
+
+def _own_nested(x: Any, name: str, site: str, active: bool) -> Any:
+    if type(x) in _IMMUTABLE:
+        return x
+    frame = sys._getframe(2)
+    found = _Holders(x, name)
+    found.search(frame, internal=False)
+    if found.users:
+        raise MutationError(_shared_message(name, site, found.users))
+    base = x.base if isinstance(x, _ndarray) else None
+    if base is not None:
+        of_base = _Holders(base, name, view=x)
+        of_base.search(frame, internal=False)
+        if of_base.users:
+            raise MutationError(_view_message(name, site, of_base.users))
+    if active:
+        return x
+    return x.copy() if isinstance(x, _ndarray) else copy.copy(x)
 
 
 @rrule.register(own, config=ADConfig)
@@ -346,11 +372,11 @@ def _(config: Any, x: Any, name: str, site: str, active: bool) -> Any:
     def own_pullback(ȳ: Any) -> tuple:
         return (_NO, ȳ, _NO, _NO, _NO)
 
-    return own(x, name, site, active), own_pullback
+    return _own_nested(x, name, site, active), own_pullback
 
 
 @frule.register(own, config=ADConfig)
 def _(
     config: Any, ḟ: Any, ẋ: Any, ṅ: Any, ṡ: Any, ȧ: Any, x: Any, name: str, site: str, active: bool
 ) -> Any:
-    return own(x, name, site, active), ẋ
+    return _own_nested(x, name, site, active), ẋ
