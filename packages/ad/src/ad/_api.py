@@ -18,6 +18,7 @@ from rulescore import (
     unthunk,
 )
 
+from ._cotangents import from_user
 from ._fused import NOVALUE
 from ._params import Params, params_pullback, params_withgradient
 from ._runtime import ONCE, call_function, rcall
@@ -32,6 +33,7 @@ _PLAIN: frozenset = frozenset([float])
 _SEEDS: dict = {float: 1.0}
 _np = sys.modules.get("numpy")
 _ndarray = None if _np is None else _np.ndarray
+_ARRAYS: tuple = () if _np is None else (_np.ndarray, _np.generic)
 if _np is not None:  # ad depends on numpy; keep the lookups exact by type
     _PLAIN = frozenset([float, _np.ndarray, _np.float64])
     _SEEDS.update({_np.float64: _np.float64(1), _np.float32: _np.float32(1)})
@@ -141,19 +143,13 @@ def _claim(v: Any, taken: set[int], fresh: bool) -> Any:
 
 
 def _is_real(x: Any) -> bool:
-    if isinstance(x, bool):
-        return False
     if isinstance(x, (int, float)):
-        return True
-    dtype = getattr(x, "dtype", None)
-    return dtype is not None and dtype.kind in "fiu"
+        return not isinstance(x, bool)
+    return isinstance(x, _ARRAYS) and x.dtype.kind in "fiu"
 
 
 def _is_complex(g: Any) -> bool:
-    if isinstance(g, complex):
-        return True
-    dtype = getattr(g, "dtype", None)
-    return dtype is not None and dtype.kind == "c"
+    return isinstance(g, complex) or (isinstance(g, _ARRAYS) and g.dtype.kind == "c")
 
 
 def _field_to_user(v: Any) -> Any:
@@ -179,7 +175,7 @@ def pullback(f: Callable, *args: Any) -> tuple[Any, Callable]:
     y, pb = _top_call(f, args)
 
     def back(ȳ: Any) -> tuple:
-        return user_results(pb(ȳ), args, ȳ)
+        return user_results(pb(from_user(ȳ)), args, ȳ)
 
     return y, back
 

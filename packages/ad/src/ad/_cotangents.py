@@ -12,7 +12,7 @@ from .errors import CotangentShapeError
 _Z = ZeroTangent()
 _NO = NoTangent()
 
-__all__ = ["entries", "from_list_ct", "np_module", "zero_like"]
+__all__ = ["entries", "from_list_ct", "from_user", "np_module", "zero_like"]
 
 
 def np_module() -> Any:
@@ -26,12 +26,19 @@ def entries(ȳ: Any, n: int, what: str) -> tuple:
         return (_Z,) * n
     if isinstance(ȳ, Tangent):
         ȳ = ȳ._backing if isinstance(ȳ._backing, tuple) else tuple(ȳ)
+    elif _is_array(ȳ):
+        ȳ = tuple(ȳ)  # a rule's cotangent of an array-like list (np.sum([a, b])): its rows
     if not isinstance(ȳ, (tuple, list)) or len(ȳ) != n:
         raise CotangentShapeError(
             f"the cotangent of {what} must have {n} entries, got {type(ȳ).__name__}"
             f"{f' of length {len(ȳ)}' if hasattr(ȳ, '__len__') else ''}"
         )
     return tuple(ȳ)
+
+
+def _is_array(ȳ: Any) -> bool:
+    np = np_module()
+    return np is not None and isinstance(ȳ, np.ndarray) and ȳ.ndim > 0
 
 
 def zero_like(x: Any) -> Any:
@@ -50,6 +57,10 @@ def from_list_ct(src: Any, cts: list) -> Any:
     if type(src) is list:
         return list(cts)
     if isinstance(src, tuple):
+        fields = getattr(type(src), "_fields", None)
+        if fields is not None and len(fields) == len(cts):  # a namedtuple: Tangent[P]
+            b = {k: c for k, c in zip(fields, cts) if not isinstance(c, AbstractZero)}
+            return Tangent[type(src)]._from_backing(b)
         return tuple(cts)
     np = np_module()
     if np is not None and isinstance(src, np.ndarray):
@@ -66,3 +77,27 @@ def from_list_ct(src: Any, cts: list) -> Any:
     if isinstance(src, range):
         return _NO
     return list(cts)
+
+
+def from_user(ȳ: Any) -> Any:
+    """A cotangent the user passes to a pullback, with ``None`` (no cotangent, as
+    ``nothing`` in Zygote) turned into ``ZeroTangent()``, in containers too.
+
+    >>> from_user([1.0, None, {"a": None}])
+    [1.0, ZeroTangent(), {'a': ZeroTangent()}]
+    """
+    if ȳ is None:
+        return _Z
+    t = type(ȳ)
+    if t is list:
+        return [from_user(v) for v in ȳ]
+    if t is dict:
+        return {k: from_user(v) for k, v in ȳ.items()}
+    if isinstance(ȳ, tuple):
+        vals = [from_user(v) for v in ȳ]
+        if t is tuple:
+            return tuple(vals)
+        if hasattr(t, "_fields"):  # a namedtuple: its Tangent, zero fields left out
+            b = {k: v for k, v in zip(t._fields, vals) if not isinstance(v, AbstractZero)}
+            return Tangent[t]._from_backing(b) if b else _Z
+    return ȳ

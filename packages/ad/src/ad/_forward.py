@@ -21,7 +21,7 @@ from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, frule, not_
 from rulescore._thunks import AbstractThunk
 
 from ._config import ADConfig
-from ._runtime import _fname, _hashable, call_site, field_ct, fn_tangent
+from ._runtime import _fname, _hashable, _python_init, call_site, field_ct, fn_tangent
 from .errors import CotangentShapeError, NoRuleError
 
 __all__ = ["FORWARD_HELPERS", "call_with", "dispatch", "fcall", "fcall_gen"]
@@ -115,6 +115,8 @@ def dispatch(f: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict | 
     if _hashable(f) and f in _FRULES:
         rule = _lookup(f, tuple(map(type, args)), ADConfig)
         if rule is not None:
+            if _is_numpy_function(f):
+                ts = _array_like_tangents(ts, args)
             kw = kwargs or {}
             if rule.takes_config:
                 out = rule.impl(CONFIG, *ts, *args, **kw)
@@ -130,6 +132,60 @@ def dispatch(f: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict | 
                     return out[0], _kw_not_implemented(f, kw_ts)
                 return out
     return _fallback(f, ts, args, kwargs, kw_ts)
+
+
+_NUMPY_FUNCTIONS: dict[Any, bool] = {}
+
+
+def _is_numpy_function(f: Any) -> bool:
+    """Whether ``f`` is one of numpy's functions (or ufuncs), which read lists as arrays."""
+    known = _NUMPY_FUNCTIONS.get(f)
+    if known is None:
+        mod = getattr(f, "__module__", None)
+        known = isinstance(mod, str) and (mod == "numpy" or mod.startswith("numpy."))
+        _NUMPY_FUNCTIONS[f] = known
+    return known
+
+
+def _array_like_tangents(ts: tuple, args: tuple) -> tuple:
+    """The tangents of a numpy function's arguments, each list or tuple argument's as an array.
+
+    numpy reads ``np.sum([a, b])``'s list as the array ``np.asarray([a, b])``; its
+    tangent, a ``Tangent[list]`` of the entries' tangents, becomes that array's
+    tangent (zeros filled in), which is what the function's frule can compute with.
+    Sequences numpy cannot turn into one numeric array (``np.concatenate`` of arrays
+    of different lengths) keep their ``Tangent[list]``.
+    """
+    out = None
+    for i, a in enumerate(args):
+        if a.__class__ is list or a.__class__ is tuple:
+            ṫ = ts[i + 1]
+            if is_zero(ṫ):
+                continue
+            d = _dense_tangent(ṫ, a)
+            if d is not None:
+                if out is None:
+                    out = list(ts)
+                out[i + 1] = d
+    return ts if out is None else tuple(out)
+
+
+def _dense_tangent(ṫ: Any, x: Any) -> Any:
+    import numpy as np
+
+    from rules._numpy_linear import dense
+
+    try:
+        arr = np.asarray(x)
+    except (ValueError, TypeError):  # ragged
+        return None
+    if arr.dtype.kind not in "fciu":
+        return None
+    try:
+        d = dense(ṫ, x)
+    except (ValueError, TypeError):
+        return None
+    return d if d.shape == arr.shape and d.dtype.kind in "fc" else None
 
 
 def _kw_not_implemented(f: Any, kw_ts: dict) -> Any:
@@ -202,6 +258,10 @@ def _construct(cls: type, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: di
         names = [f.name for f in dataclasses.fields(cls) if f.init]
     elif issubclass(cls, tuple) and hasattr(cls, "_fields"):
         names = list(cls._fields)
+    elif (init := _python_init(cls)) is not None:
+        # A plain class: push forward through its __init__, whose output is the object.
+        obj = object.__new__(cls)
+        return call_function(init, (_Z, _Z, *ts[1:]), (obj, *args), kwargs, kw_ts, as_init=True)
     else:
         raise _no_rule(
             f"the constructor of {cls.__module__}.{cls.__qualname__}",
@@ -233,14 +293,20 @@ def _no_rule(name: str, extra: str = "") -> NoRuleError:
 
 
 def call_function(
-    f: types.FunctionType, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict | None
+    f: types.FunctionType,
+    ts: tuple,
+    args: tuple,
+    kwargs: dict | None,
+    kw_ts: dict | None,
+    as_init: bool | int = False,
 ) -> tuple[Any, Any]:
-    """Run the transformed pushforward of ``f`` with the call's tangents."""
+    """Run the transformed pushforward of ``f`` with the call's tangents
+    (``as_init``: see ``transform.transformed``)."""
     from .transform import forward_transformed
 
     ḟ = ts[0]
     closure_active = bool(f.__code__.co_freevars) and not is_zero(ḟ)
-    entry = forward_transformed(f, closure_active)
+    entry = forward_transformed(f, closure_active, as_init)
     fwd = entry.instantiate(f)
     if not kwargs and entry.simple and len(args) == entry.n_positional:
         return fwd(*args, _ad_dt=ts[1:], _ad_df=ḟ)

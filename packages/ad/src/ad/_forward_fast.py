@@ -80,7 +80,7 @@ def ffast_mul(a: Any, b: Any, ȧ: Any, ḃ: Any) -> tuple[Any, Any]:
 
 
 def ffast_truediv(a: Any, b: Any, ȧ: Any, ḃ: Any) -> tuple[Any, Any]:
-    if b and _scalars(a, b, ȧ, ḃ):
+    if _scalars(a, b, ȧ, ḃ) and b:  # b is a number here: its truth value is defined
         y = a / b
         ȧ = 0.0 if ȧ is _Z else ȧ
         return y, (ȧ - y * ḃ) / b if ḃ is not _Z else ȧ / b

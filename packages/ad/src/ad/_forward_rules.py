@@ -170,9 +170,41 @@ def _(config: Any, ḟ: Any, *args: Any) -> Any:
 # --- attributes ---------------------------------------------------------------
 
 
+def _read_through(route: tuple, ȯ: Any) -> Any:
+    """A read that runs user code ``fn(*args)`` (``_rules_objects.read_route``)."""
+    fn, args, i = route
+    ts = [_Z] * len(args)
+    ts[i] = ȯ
+    return fcall(fn, (_Z, *ts), *args)
+
+
+def _write_through(route: tuple, ȯ: Any, v̇: Any) -> Any:
+    """A write that runs user code ``fn(*args)``, updating ``args[i]`` in place."""
+    fn, args, i = route
+    ts = [_Z] * len(args)
+    ts[i] = ȯ
+    ts[-1] = v̇
+    return _forward.call_function(fn, (_Z, *ts), args, None, None, as_init=i + 1)
+
+
 @frule.register(_helpers.getattr_, config=ADConfig)
 def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, obj: Any, name: str) -> Any:
-    value = getattr(obj, name)
+    return _getattr_frule(config, ȯ, obj, name, False)
+
+
+@frule.register(_rules_objects.getattr_object, config=ADConfig)
+def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, obj: Any, name: str) -> Any:
+    return _getattr_frule(config, ȯ, obj, name, True)
+
+
+def _getattr_frule(config: Any, ȯ: Any, obj: Any, name: str, bypass: bool) -> Any:
+    route = _rules_objects.read_route(obj, name, bypass)
+    if route is not None:
+        return _read_through(route, ȯ)
+    value = object.__getattribute__(obj, name) if bypass else getattr(obj, name)
+    if type(obj) is super:
+        bound = getattr(value, "__self__", None) is obj.__self__ and callable(value)
+        return value, ȯ if bound else _Z  # a method, or a class attribute (a constant)
     if getattr(value, "__self__", None) is obj and callable(value):
         return value, ȯ  # a bound method: its tangent is its receiver's
     np = sys.modules.get("numpy")
@@ -187,9 +219,6 @@ def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, obj: Any, name: str) -> Any:
         if is_zero(ȯ):
             return value, _Z
         return value, getattr(ȯ, name) if isinstance(ȯ, numbers.Number) else _Z
-    prop = _rules_objects.find_property(type(obj), name)
-    if prop is not None and prop.fget is not None:
-        return fcall(prop.fget, (_Z, ȯ), obj)
     if is_zero(ȯ):
         return value, _Z
     if isinstance(ȯ, Tangent):
@@ -197,18 +226,60 @@ def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, obj: Any, name: str) -> Any:
     return value, getattr(ȯ, name, _Z)
 
 
-@frule.register(_helpers.setattr_, config=ADConfig)
-def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, v̇: Any, obj: Any, name: str, value: Any) -> Any:
-    if dataclasses.is_dataclass(obj) and type(obj).__dataclass_params__.frozen:
-        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
-    setattr(obj, name, value)
+def _set_field(kind: type, ȯ: Any, name: str, v̇: Any) -> Any:
+    """The tangent of an object of type ``kind`` after its field ``name`` is set."""
     ȯ = unthunk(ȯ)
     b = dict(ȯ._backing) if isinstance(ȯ, Tangent) else {}
     if is_zero(v̇):
         b.pop(name, None)
     else:
         b[name] = v̇
-    return obj, Tangent[type(obj)]._from_backing(b) if b else _Z
+    return Tangent[kind]._from_backing(b) if b else _Z
+
+
+@frule.register(_helpers.setattr_, config=ADConfig)
+def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, v̇: Any, obj: Any, name: str, value: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and type(obj).__dataclass_params__.frozen:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+    route = _rules_objects.write_route(obj, name, value)
+    if route is not None:
+        return _write_through(route, ȯ, v̇)
+    setattr(obj, name, value)
+    return obj, _set_field(type(obj), ȯ, name, v̇)
+
+
+@frule.register(_rules_objects.setattr_object, config=ADConfig)
+def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, v̇: Any, obj: Any, name: str, value: Any) -> Any:
+    route = _rules_objects.write_route(obj, name, value, True)
+    if route is not None:
+        return _write_through(route, ȯ, v̇)
+    object.__setattr__(obj, name, value)
+    return obj, _set_field(type(obj), ȯ, name, v̇)
+
+
+@frule.register(_rules_objects.setdict, config=ADConfig)
+def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, v̇: Any, obj: Any, name: str, value: Any) -> Any:
+    obj.__dict__[name] = value
+    return obj, _set_field(type(obj), ȯ, name, v̇)
+
+
+@frule.register(super, config=ADConfig)
+def _(config: Any, ḟ: Any, *args: Any) -> Any:
+    ts, xs = _halves(args)
+    return super(*xs), ts[-1] if ts else _Z  # a super object's tangent is its instance's
+
+
+@frule.register(_rules_objects.super_init, config=ADConfig)
+def _(config: Any, ḟ: Any, *args: Any, **kwargs: Any) -> Any:
+    ts, xs = _halves(args)
+    sup, rest = xs[0], xs[1:]
+    init = _rules_objects._next_init(sup)
+    if init is None:
+        sup.__init__(*rest, **kwargs)
+        return sup.__self__, ts[0]
+    return _forward.call_function(
+        init, (_Z, *ts), (sup.__self__, *rest), kwargs or None, None, as_init=True
+    )
 
 
 # --- item writes and in-place updates -------------------------------------------

@@ -34,7 +34,17 @@ from ._rules_containers import (
     unpack,
     unpack_star,
 )
-from ._rules_objects import append, getattr_, inplace_helper, setattr_, setitem
+from ._rules_objects import (
+    append,
+    getattr_,
+    getattr_object,
+    inplace_helper,
+    setattr_,
+    setattr_object,
+    setdict,
+    setitem,
+    super_init,
+)
 from .transform.anf import BINOPS, UNARYOPS
 
 __all__ = ["HELPERS"]
@@ -58,6 +68,11 @@ HELPERS: dict[str, Any] = {
     "_ad_tuple_ct": _runtime.tuple_ct,
     "_ad_getattr": getattr_,
     "_ad_setattr": setattr_,
+    # the object protocol spelled out (transform.protocols)
+    "_ad_getattr_object": getattr_object,
+    "_ad_setattr_object": setattr_object,
+    "_ad_setdict": setdict,
+    "_ad_super_init": super_init,
     "_ad_setitem": setitem,
     "_ad_append": append,
     "_ad_unpack": unpack,

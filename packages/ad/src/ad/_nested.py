@@ -50,12 +50,13 @@ from . import (
     _forward,
     _forward_api,
     _forward_fast,
+    _forward_rules,
     _rules_containers,
     _rules_objects,
 )
 from ._config import ADConfig
-from ._cotangents import entries
-from ._runtime import call_function, call_site, rcall, rcall_kw
+from ._cotangents import entries, from_list_ct, np_module
+from ._runtime import _python_init, call_function, call_site, rcall, rcall_kw
 from .errors import NoRuleError
 
 __all__ = ["directional", "fcall_pair", "reverse_over_forward", "weighted"]
@@ -149,10 +150,25 @@ def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Calla
         return (y, _Z), primal_pullback
 
     tf = type(f)
-    if f is _rules_objects.getattr_:
-        prop = _rules_objects.find_property(type(args[0]), args[1])
-        if prop is not None and prop.fget is not None:  # a property: differentiate its getter
-            return _through_property(prop.fget, ts, args[0])
+    if f is _rules_objects.getattr_ or f is _rules_objects.getattr_object:
+        route = _rules_objects.read_route(*args, f is _rules_objects.getattr_object)
+        if route is not None:  # user code (a property's getter...): differentiate it
+            return _through_route(route, ts)
+    elif f is _rules_objects.setattr_ or f is _rules_objects.setattr_object:
+        route = _rules_objects.write_route(*args, f is _rules_objects.setattr_object)
+        if route is not None:
+            return _through_route(route, ts, write=True)
+        return _through_setattr(f, ts, args)
+    elif f is _rules_objects.setdict:
+        return _through_setattr(f, ts, args)
+    elif f is _rules_objects.super_init:
+        init = _rules_objects._next_init(args[0])
+        if init is not None:  # the base class's __init__, on the instance
+            return _through_super_init(init, ts, args)
+    if isinstance(f, type) and not dataclasses.is_dataclass(f) and not hasattr(f, "_fields"):
+        init = _python_init(f)
+        if init is not None:
+            return _through_init(f, init, ts, args)
     if _forward._hashable(f) and f in _STRUCTURAL:
         return _through_linear(f, ts, args)
     if f is _rules_containers.apply:  # f(*args, **kwargs): the call itself
@@ -281,6 +297,7 @@ def _structural() -> frozenset:
     return frozenset(
         [
             _rules_objects.getattr_,
+            _rules_objects.getattr_object,
             operator.getitem,
             c.mk_tuple,
             c.mk_list,
@@ -352,19 +369,78 @@ def _through_append(ts: tuple, args: tuple) -> tuple[Any, Callable]:
     return (y, ẏ), append_pullback
 
 
-def _through_property(fget: Any, ts: tuple, obj: Any) -> tuple[Any, Callable]:
-    out, pb = _fcall_rrule(CONFIG, fget, (_Z, ts[1]), obj)
+def _through_route(route: tuple, ts: tuple, write: bool = False) -> tuple[Any, Callable]:
+    """An attribute read (``write``: write) that runs user code ``fn(*args)``
+    (``_rules_objects.read_route``), the object at ``args[i]``."""
+    fn, args, i = route
+    inner = [_Z] * (1 + len(args))
+    inner[1 + i] = ts[1]
+    n = len(args) - 1 if write else len(args)  # a write's value is active
+    inactive = ((1 << n) - 1) & ~(1 << i)
+    if write:
+        inner[-1] = ts[3]
+    as_init = i + 1 if write else False
+    out, pb = _pushforward_call(fn, tuple(inner), args, {}, None, as_init, inactive)
 
-    def property_pullback(ct: Any) -> tuple:
-        raw = pb(ct)  # (fcall, fget, (ḟget, ȯ), obj)
-        ts_ct = entries(raw[2], 2, "tangents")
-        return (_NO, _NO, _tangents_ct((_Z, ts_ct[1], _Z)), raw[3], _NO)
+    def attribute_protocol_pullback(ct: Any) -> tuple:
+        _, ts_ct, args_ct, _, _ = pb(ct)
+        obj_t = ts_ct[1 + i]
+        if write:
+            t = _tangents_ct((_Z, obj_t, _Z, ts_ct[-1]))
+            return (_NO, _NO, t, args_ct[i], _NO, args_ct[-1])
+        return (_NO, _NO, _tangents_ct((_Z, obj_t, _Z)), args_ct[i], _NO)
 
-    return out, property_pullback
+    return out, attribute_protocol_pullback
+
+
+def _through_setattr(f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    """A plain field write ``obj.name = value`` pushed forward: the object's new
+    tangent is its old one with the field replaced by the value's (linear)."""
+    obj, name, _ = args
+    y, pb = rcall(f, *args)
+    ẏ = _forward_rules._set_field(type(obj), ts[1], name, ts[3])
+    field_pb = _rules_objects._setattr_pullback(name)
+
+    def setattr_pullback(ct: Any) -> tuple:
+        ȳ, ṫ_ct = _pair(ct)
+        cts = pb(ȳ) if not _is_zero(ȳ) else (_NO, _Z, _NO, _Z)
+        _, ȯ_ct, _, v̇_ct = field_pb(ṫ_ct)
+        return (_NO, _NO, _tangents_ct((_Z, ȯ_ct, _Z, v̇_ct)), cts[1], _NO, cts[3])
+
+    return (y, ẏ), setattr_pullback
+
+
+def _through_super_init(init: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    """``super().__init__(...)`` (``_rules_objects.super_init``): the base
+    ``__init__``'s pushforward on the instance (whose tangent is the super object's)."""
+    inst = args[0].__self__
+    out, pb = _pushforward_call(init, (_Z, *ts[1:]), (inst, *args[1:]), {}, as_init=True)
+
+    def super_init_pullback(ct: Any) -> tuple:
+        _, ts_ct, args_ct, _, _ = pb(ct)
+        return (_NO, _NO, _tangents_ct((_Z, *ts_ct[1:])), *args_ct)
+
+    return out, super_init_pullback
+
+
+def _through_init(cls: type, init: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    """A plain class's constructor: its ``__init__``'s pushforward on a new object."""
+    obj = object.__new__(cls)
+    out, pb = _pushforward_call(init, (_Z, _Z, *ts[1:]), (obj, *args), {}, as_init=True)
+
+    def init_pullback(ct: Any) -> tuple:
+        _, ts_ct, args_ct, _, _ = pb(ct)
+        return (_NO, _NO, _tangents_ct((_Z, *ts_ct[2:])), *args_ct[1:])
+
+    return out, init_pullback
 
 
 def _through_frule(rule: Any, f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
     n, m = len(args), len(ts)
+    if _forward._is_numpy_function(f):
+        # As forward mode's dispatch does: a list argument's tangent as an array (its
+        # cotangent, an array, splits into the entries' rows where the list was built).
+        ts = _forward._array_like_tangents(ts, args)
     # A rule's captured variables (the function it was made for, its partials)
     # are constants: differentiate its body with the closure inactive.
     call_args = (CONFIG, *ts, *args) if rule.takes_config else (*ts, *args)
@@ -404,7 +480,13 @@ def _through_method(func: Any, owner: Any, ts: tuple, args: tuple) -> tuple[Any,
 
 
 def _pushforward_call(
-    f: types.FunctionType, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict | None = None
+    f: types.FunctionType,
+    ts: tuple,
+    args: tuple,
+    kwargs: dict,
+    kw_ts: dict | None = None,
+    as_init: bool | int = False,
+    inactive: int = 0,
 ) -> tuple[Any, Callable]:
     """Run ``f``'s generated pushforward under reverse mode. The pullback returns
     ``(∂f, ∂ts, ∂args, ∂kwargs, ∂kw_ts)``: ``ts = (ḟ, one per positional argument)``,
@@ -413,7 +495,7 @@ def _pushforward_call(
 
     ḟ = ts[0]
     closure_active = bool(f.__code__.co_freevars) and not _is_zero(ḟ)
-    entry = forward_transformed(f, closure_active)
+    entry = forward_transformed(f, closure_active, as_init)
     gen = entry.instantiate(f)
     n = len(args)
     spec = entry.spec
@@ -426,7 +508,13 @@ def _pushforward_call(
             "derivative in forward mode",
             "make it a named parameter",
         )
-    out, pb = rcall_kw(gen, args, {**kwargs, "_ad_dt": dt, "_ad_df": ḟ})
+    gen_kw = {**kwargs, "_ad_dt": dt, "_ad_df": ḟ}
+    if inactive:  # positional arguments that carry no derivative (an attribute's name)
+        out, pb = call_function(
+            gen, args, gen_kw, bool(gen.__code__.co_freevars), inactive=inactive
+        )
+    else:
+        out, pb = rcall_kw(gen, args, gen_kw)
     own = frozenset(f.__code__.co_freevars)
     index = {name: i for i, name in enumerate(spec.all_names)}
     n_bound = min(n, len(spec.positional))
@@ -541,9 +629,22 @@ rrule.register(_forward.tan_list, config=ADConfig)(_tan_seq_rrule(_forward.tan_l
 @rrule.register(_forward.split, config=ADConfig)
 def _(config: Any, ṫ: Any, n: int) -> Any:
     out = _forward.split(ṫ, n)
+    src = unthunk(ṫ)
+    # The cotangent of ṫ is shaped like ṫ: an array's tangent is an array
+    # (``a, b = np.exp(p)``), whose cotangent stacks the rows'; a namedtuple's is a
+    # Tangent of its fields.
+    np = np_module()
+    is_array = np is not None and isinstance(src, np.ndarray)
+    fields = type(src)._allowed if isinstance(src, Tangent) else None
+    record = fields is not None and type(src)._kind == "fields" and len(fields) == n
 
     def split_pullback(ct: Any) -> tuple:
         cts = entries(ct, n, "an unpacked tangent")
+        if is_array:
+            return (_NO, from_list_ct(src, list(cts)), _NO)
+        if record and not all(_is_zero(c) for c in cts):
+            b = {k: c for k, c in zip(fields, cts) if not _is_zero(c)}
+            return (_NO, type(src)._from_backing(b), _NO)
         return (_NO, _tangents_ct(cts), _NO)
 
     return out, split_pullback

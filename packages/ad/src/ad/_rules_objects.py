@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import operator
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -20,17 +21,227 @@ from .errors import CotangentShapeError, MutationError
 _Z = ZeroTangent()
 _NO = NoTangent()
 
-__all__ = ["append", "find_property", "getattr_", "inplace_helper", "setattr_", "setitem"]
+__all__ = [
+    "append",
+    "find_property",
+    "getattr_",
+    "getattr_object",
+    "inplace_helper",
+    "read_route",
+    "setattr_",
+    "setattr_object",
+    "setdict",
+    "setitem",
+    "super_init",
+    "write_route",
+]
+
+
+# --- Python's attribute protocol ----------------------------------------------
+#
+# A read or write of an attribute of a user object may run user code: a
+# descriptor's Python ``__get__``/``__set__`` (``property`` among them), a
+# ``__getattr__``, ``__getattribute__`` or ``__setattr__``. Such an access is
+# differentiated through that code (transformed like any Python function); any
+# other access is a plain field read or write. What a type's protocol is for a
+# name is worked out once per (type, name) and cached: the plain path costs one
+# dict lookup.
+
+_FunctionType = types.FunctionType
+_READS: dict[tuple, Any] = {}
+_WRITES: dict[tuple, Any] = {}
+_NOT_FOUND = object()
+
+
+def _python_slot(cls: type, slot: str) -> Any:
+    """The Python function that implements ``slot`` for ``cls`` (None: C code)."""
+    for k in cls.__mro__:
+        v = k.__dict__.get(slot)
+        if v is not None:
+            return v if type(v) is _FunctionType else None
+    return None
+
+
+def _class_attr(mro: tuple, name: str) -> Any:
+    for k in mro:
+        d = k.__dict__
+        if name in d:
+            return d[name]
+    return _NOT_FOUND
+
+
+def _descriptor_plan(attr: Any) -> Any:
+    """How a class attribute found by a read acts: ("get", fget) for a property,
+    ("data"/"nondata", __get__) for a descriptor with Python ``__get__``, None else."""
+    if isinstance(attr, property):
+        return ("property", attr.fget) if attr.fget is not None else None
+    kind = type(attr)
+    get = _python_slot(kind, "__get__") if kind.__module__ != "builtins" else None
+    if get is None:
+        return None
+    data = hasattr(kind, "__set__") or hasattr(kind, "__delete__")
+    return ("data" if data else "nondata", get)
+
+
+def _read_plan(cls: type, name: str, bypass: bool) -> Any:
+    if issubclass(cls, Tangent):
+        return None  # a tangent's fields are data (its __getattr__ reads its backing)
+    if not bypass:
+        custom = _python_slot(cls, "__getattribute__")
+        if custom is not None:
+            return ("getattribute", custom)
+    attr = _class_attr(cls.__mro__, name)
+    if attr is not _NOT_FOUND:
+        plan = _descriptor_plan(attr)
+        if plan is not None:
+            return (*plan, attr)
+        return None
+    fallback = _python_slot(cls, "__getattr__")
+    return ("getattr", fallback) if fallback is not None else None
+
+
+def read_route(obj: Any, name: str, bypass: bool = False) -> Any:
+    """None when reading ``obj.name`` runs no user code; else ``(fn, args, i)``:
+    the read is ``fn(*args)``, with ``obj`` (a ``super`` object's instance) at
+    ``args[i]``. ``bypass``: as ``object.__getattribute__`` reads (no
+    ``__getattribute__`` override)."""
+    cls = type(obj)
+    if cls is super:
+        return _super_read(obj, name)
+    key = (cls, name, bypass)
+    try:
+        plan = _READS[key]
+    except KeyError:
+        plan = _READS[key] = _read_plan(cls, name, bypass)
+    if plan is None:
+        return None
+    kind = plan[0]
+    if kind == "property":
+        return plan[1], (obj,), 0
+    if kind == "getattribute":
+        return plan[1], (obj, name), 0
+    if kind == "getattr":
+        if name in getattr(obj, "__dict__", ()):
+            return None
+        return plan[1], (obj, name), 0
+    if kind == "nondata" and name in getattr(obj, "__dict__", ()):
+        return None
+    return plan[1], (plan[2], obj, cls), 1
+
+
+def _super_read(sup: Any, name: str) -> Any:
+    """``super(C, obj).name``: the class attribute after ``C`` in ``obj``'s MRO."""
+    inst = sup.__self__
+    if inst is None or isinstance(inst, type):
+        return None
+    mro = type(inst).__mro__
+    this = sup.__thisclass__
+    attr = _class_attr(mro[mro.index(this) + 1 :] if this in mro else (), name)
+    if attr is _NOT_FOUND:
+        return None
+    plan = _descriptor_plan(attr)
+    if plan is None:
+        return None
+    if plan[0] == "property":
+        return plan[1], (inst,), 0
+    return plan[1], (attr, inst, type(inst)), 1
+
+
+def _write_plan(cls: type, name: str, bypass: bool) -> Any:
+    if issubclass(cls, Tangent):
+        return None
+    if not bypass:
+        custom = _python_slot(cls, "__setattr__")
+        if custom is not None:
+            return ("setattr", custom)
+    attr = _class_attr(cls.__mro__, name)
+    if attr is _NOT_FOUND:
+        return None
+    if isinstance(attr, property):
+        return ("property", attr.fset) if attr.fset is not None else None
+    kind = type(attr)
+    put = _python_slot(kind, "__set__") if kind.__module__ != "builtins" else None
+    return ("set", put, attr) if put is not None else None
+
+
+def write_route(obj: Any, name: str, value: Any, bypass: bool = False) -> Any:
+    """None when ``obj.name = value`` runs no user code; else ``(fn, args, i)``:
+    the write is ``fn(*args)``, which updates ``args[i]`` (``obj``) in place."""
+    cls = type(obj)
+    key = (cls, name, bypass)
+    try:
+        plan = _WRITES[key]
+    except KeyError:
+        plan = _WRITES[key] = _write_plan(cls, name, bypass)
+    if plan is None:
+        return None
+    kind = plan[0]
+    if kind == "setattr":
+        return plan[1], (obj, name, value), 0
+    if kind == "property":
+        return plan[1], (obj, value), 0
+    return plan[1], (plan[2], obj, value), 1
+
+
+# Routing is no computation on the data: reverse mode over an frule that asks
+# for a route (``_nested``, second order) sees a constant.
+for _route in (read_route, write_route):
+    rrule.register(_route, config=ADConfig)(
+        lambda config, *args, _f=_route: (_f(*args), lambda ȳ: (_NO,) * (1 + len(args)))
+    )
+
+
+def _read_through(fn: Any, args: tuple, i: int) -> Any:
+    """Differentiate a read that runs ``fn(*args)``; the object's cotangent is
+    that of ``args[i]`` (the name, descriptor and type carry none)."""
+    y, pb = _runtime.rcall_masked(((1 << len(args)) - 1) & ~(1 << i), fn, *args)
+
+    def attribute_protocol_pullback(ȳ: Any) -> tuple:
+        return (_NO, pb(ȳ)[1 + i], _NO)
+
+    return y, attribute_protocol_pullback
+
+
+def _write_through(fn: Any, args: tuple, i: int) -> Any:
+    """Differentiate a write that runs ``fn(*args)`` (which updates ``args[i]`` in
+    place and returns None) as a function whose output is ``args[i]``."""
+    closure = bool(fn.__code__.co_freevars)
+    inactive = ((1 << (len(args) - 1)) - 1) & ~(1 << i)  # all but the object and the value
+    obj, pb = _runtime.call_function(fn, args, None, closure, as_init=i + 1, inactive=inactive)
+
+    def attribute_protocol_pullback(ȳ: Any) -> tuple:
+        cts = pb(ȳ)
+        return (_NO, cts[1 + i], _NO, cts[-1])
+
+    return obj, attribute_protocol_pullback
 
 
 def getattr_(obj: Any, name: str) -> Any:
     return getattr(obj, name)
 
 
+def getattr_object(obj: Any, name: str) -> Any:
+    """``object.__getattribute__(obj, name)`` in differentiated code."""
+    return object.__getattribute__(obj, name)
+
+
+@rrule.register(getattr_object, config=ADConfig)
+def _(config: Any, obj: Any, name: str) -> Any:
+    return _getattr_rule(config, obj, name, True)
+
+
 @rrule.register(getattr_, config=ADConfig)
 def _(config: Any, obj: Any, name: str) -> Any:
-    value = getattr(obj, name)
-    if getattr(value, "__self__", None) is obj and callable(value):
+    return _getattr_rule(config, obj, name, False)
+
+
+def _getattr_rule(config: Any, obj: Any, name: str, bypass: bool) -> Any:
+    route = read_route(obj, name, bypass)
+    if route is not None:
+        return _read_through(*route)
+    value = object.__getattribute__(obj, name) if bypass else getattr(obj, name)
+    owner = obj.__self__ if type(obj) is super else obj
+    if getattr(value, "__self__", None) is owner and callable(value):
         # A bound method: its cotangent is its receiver's (see _runtime._call_bound).
         def method_pullback(ȳ: Any) -> tuple:
             return (_NO, ȳ, _NO)
@@ -45,15 +256,9 @@ def _(config: Any, obj: Any, name: str) -> Any:
             raise TypeError(f"no rule for reading attribute {name!r} of a numpy array")
     if isinstance(obj, numbers.Number) and name in ("real", "imag"):
         return _number_part(obj, name)
-    prop = find_property(type(obj), name)
-    if prop is not None and prop.fget is not None:
-        y, pb = _runtime.rcall(prop.fget, obj)
-
-        def property_pullback(ȳ: Any) -> tuple:
-            return (_NO, pb(ȳ)[1], _NO)
-
-        return y, property_pullback
     cls = type(obj)
+    if cls is super:  # a class attribute reached through super(): a constant
+        return value, lambda ȳ: (_NO, _Z, _NO)
 
     def getattr_pullback(ȳ: Any) -> tuple:
         if isinstance(ȳ, AbstractZero):
@@ -93,12 +298,45 @@ def setattr_(obj: Any, name: str, value: Any) -> Any:
     return obj
 
 
+def setattr_object(obj: Any, name: str, value: Any) -> Any:
+    """``object.__setattr__(obj, name, value)`` in differentiated code."""
+    object.__setattr__(obj, name, value)
+    return obj
+
+
+def setdict(obj: Any, name: str, value: Any) -> Any:
+    """``obj.__dict__[name] = value`` in differentiated code."""
+    obj.__dict__[name] = value
+    return obj
+
+
 @rrule.register(setattr_, config=ADConfig)
 def _(config: Any, obj: Any, name: str, value: Any) -> Any:
     if dataclasses.is_dataclass(obj) and type(obj).__dataclass_params__.frozen:
         raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+    route = write_route(obj, name, value)
+    if route is not None:
+        return _write_through(*route)
     setattr(obj, name, value)
+    return obj, _setattr_pullback(name)
 
+
+@rrule.register(setattr_object, config=ADConfig)
+def _(config: Any, obj: Any, name: str, value: Any) -> Any:
+    route = write_route(obj, name, value, True)
+    if route is not None:
+        return _write_through(*route)
+    object.__setattr__(obj, name, value)
+    return obj, _setattr_pullback(name)
+
+
+@rrule.register(setdict, config=ADConfig)
+def _(config: Any, obj: Any, name: str, value: Any) -> Any:
+    obj.__dict__[name] = value
+    return obj, _setattr_pullback(name)
+
+
+def _setattr_pullback(name: str) -> Callable:
     def setattr_pullback(ȳ: Any) -> tuple:
         ȳ = unthunk(ȳ)
         if isinstance(ȳ, AbstractZero):
@@ -112,7 +350,59 @@ def _(config: Any, obj: Any, name: str, value: Any) -> Any:
             f"cotangent of an object must be a Tangent, got {type(ȳ).__name__}"
         )
 
-    return obj, setattr_pullback
+    return setattr_pullback
+
+
+# --- super() ------------------------------------------------------------------
+
+
+@rrule.register(super, config=ADConfig)
+def _(config: Any, *args: Any) -> Any:
+    """``super(C, obj)``: the super object's cotangent is ``obj``'s."""
+    y = super(*args)
+
+    def super_pullback(ȳ: Any) -> tuple:
+        return (_NO, *[_NO] * (len(args) - 1), ȳ) if args else (_NO,)
+
+    return y, super_pullback
+
+
+def super_init(sup: Any, *args: Any, **kwargs: Any) -> Any:
+    """``super().__init__(*args)`` in differentiated code: the initialised object
+    (the transform rebinds the instance to it, so its fields' derivatives flow)."""
+    sup.__init__(*args, **kwargs)
+    return sup.__self__
+
+
+def _next_init(sup: Any) -> Any:
+    """The Python ``__init__`` that ``sup.__init__`` runs (None: C code)."""
+    inst = sup.__self__
+    mro = type(inst).__mro__
+    this = sup.__thisclass__
+    init = _class_attr(mro[mro.index(this) + 1 :] if this in mro else (), "__init__")
+    return init if type(init) is _FunctionType else None
+
+
+@rrule.register(super_init, config=ADConfig)
+def _(config: Any, sup: Any, *args: Any, **kwargs: Any) -> Any:
+    init = _next_init(sup)
+    inst = sup.__self__
+    n = len(args)
+    if init is None:  # object.__init__ or C code: nothing to differentiate
+        sup.__init__(*args, **kwargs)
+
+        def c_init_pullback(ȳ: Any) -> tuple:
+            out = (_NO, ȳ, *[_Z] * n)
+            return (*out, {k: _Z for k in kwargs}) if kwargs else out
+
+        return inst, c_init_pullback
+    closure = bool(init.__code__.co_freevars)
+    y, pb = _runtime.call_function(init, (inst, *args), kwargs or None, closure, as_init=True)
+
+    def super_init_pullback(ȳ: Any) -> tuple:
+        return (_NO, *pb(ȳ)[1:])
+
+    return y, super_init_pullback
 
 
 # --- item writes and in-place updates ---------------------------------------

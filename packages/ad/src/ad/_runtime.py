@@ -464,7 +464,12 @@ def _construct(cls: type, args: tuple, kwargs: dict | None) -> tuple[Any, Callab
             cts = (_Z,) * n
             kw = {k: _Z for k in kwargs}
         else:
-            get = (lambda k: ȳ[k]) if isinstance(ȳ, Tangent) else (lambda k: getattr(ȳ, k))
+            if isinstance(ȳ, Tangent):
+                get = ȳ.__getitem__
+            elif type(ȳ) is tuple or type(ȳ) is list:  # a namedtuple's, given positionally
+                get = dict(zip(names, ȳ)).__getitem__
+            else:
+                get = functools.partial(getattr, ȳ)
             cts = tuple(get(names[i]) for i in range(n))
             kw = {k: get(k) for k in kwargs}
         if kwargs:
@@ -572,7 +577,7 @@ def call_function(
     args: tuple,
     kwargs: dict | None,
     closure_active: bool,
-    as_init: bool = False,
+    as_init: bool | int = False,
     inactive: int = 0,
     novalue: bool = False,
 ) -> tuple[Any, Callable]:

@@ -82,6 +82,8 @@ def _index_entries(n: int, i: Any, ȳ: Any) -> list:
 @rrule.register(operator.getitem)
 def _(x: _Seq, i: numbers.Integral | slice):
     Ω = x[i]
+    if type(x) is list:
+        return Ω, _list_getitem_pullback(len(x), i, Ω)
 
     def getitem_pullback(ȳ):
         ȳ = unthunk(ȳ)
@@ -90,6 +92,39 @@ def _(x: _Seq, i: numbers.Integral | slice):
         return _NO, seq_cotangent(x, _index_entries(len(x), i, ȳ)), _NO
 
     return Ω, getitem_pullback
+
+
+def _list_getitem_pullback(n: int, i: Any, Ω: Any) -> Any:
+    """The pullback of reading ``Ω = x[i]`` from a list of ``n`` entries.
+
+    A list may change after the read (``out.append(v); out[-1] * 2`` in a loop):
+    the cotangent is that of the list as it was read, so its length, the entries
+    the (possibly negative) index picked, and their projections are fixed now.
+    The pullback holds no reference to the list or its entries (the in-place
+    checks of ``ad`` count who holds an array).
+    """
+    if isinstance(i, slice):
+        picked = range(n)[i]
+        projections = tuple(ProjectTo(v) for v in Ω)
+    else:
+        k = range(n)[i]  # normalises a negative index (x[i] checked its range)
+        project = ProjectTo(Ω)
+
+    def getitem_pullback(ȳ):
+        ȳ = unthunk(ȳ)
+        if isinstance(ȳ, AbstractZero):
+            return _NO, _ZERO, _NO
+        entries: list = [_ZERO] * n
+        if isinstance(i, slice):
+            for j, v, p in zip(picked, seq_entries(ȳ, len(picked)), projections):
+                entries[j] = p(v)
+        else:
+            entries[k] = project(ȳ)
+        if all(isinstance(e, AbstractZero) for e in entries):
+            return _NO, _NO if any(e is _NO for e in entries) else _ZERO, _NO
+        return _NO, Tangent[list](*entries), _NO
+
+    return getitem_pullback
 
 
 @frule.register(operator.getitem)

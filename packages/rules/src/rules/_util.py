@@ -93,9 +93,8 @@ def _sum_to(dx: Any, shape: tuple) -> Any:
 
 
 def project(x: Any, dx: Any) -> Any:
-    """``ProjectTo(x)(dx)``, accepting lists as array primals."""
+    """``ProjectTo(x)(dx)``: a list or tuple ``x`` (an array-like numpy argument, as in
+    ``np.sum([a, b])``) gets a cotangent of the same nesting, from the rows of ``dx``."""
     if type(dx) is _ndarray and type(x) is _ndarray and dx.shape == x.shape and dx.dtype == x.dtype:
         return dx
-    if isinstance(x, list):
-        return ProjectTo(np.asarray(x))(dx)
     return ProjectTo(x)(dx)

@@ -185,6 +185,12 @@ def _is_numeric(dx: Any, np: Any) -> bool:
     return isinstance(dx, numbers.Number) or isinstance(dx, list)
 
 
+def _is_array(dx: Any) -> bool:
+    """A numpy array with at least one axis (whose rows can be iterated)."""
+    np = _numpy()
+    return np is not None and isinstance(dx, np.ndarray) and dx.ndim > 0
+
+
 class _ToSequence(Projector):
     __slots__ = ("elements", "kind")
 
@@ -197,6 +203,10 @@ class _ToSequence(Projector):
             vals = dx._backing
         elif isinstance(dx, (tuple, list)):
             vals = dx
+        elif _is_array(dx):
+            # numpy reads a list or tuple of numbers and arrays as an array (np.sum([a, b])),
+            # so a rule may give its cotangent as that array: its rows are the entries'.
+            vals = list(dx)
         else:
             raise self._wrong(dx, f"a {self.kind.__name__} of length {len(self.elements)}")
         if len(vals) != len(self.elements):

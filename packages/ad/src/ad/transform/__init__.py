@@ -29,6 +29,7 @@ from .codegen import compile_primal, factory_module, used_names
 from .compiled import Compiled, signature_of
 from .desugar import desugar
 from .fence import check_supported
+from .protocols import explicit_protocols
 from .reverse import generate
 from .source import constant_freevars, get_source, register_generated
 
@@ -52,12 +53,14 @@ _CACHE: dict[tuple, Transformed] = {}
 
 
 def transformed(
-    f: types.FunctionType, closure_active: bool, as_init: bool = False, inactive: int = 0
+    f: types.FunctionType, closure_active: bool, as_init: bool | int = False, inactive: int = 0
 ) -> Transformed:
     """The cached transform of ``f``'s code (built on first use).
 
     ``as_init``: ``f`` is an ``__init__`` differentiated as a constructor: its
-    output is ``self`` as the body leaves it (see ``returning_self``).
+    output is ``self`` as the body leaves it (see ``returning_self``); an int
+    ``n`` names the ``n``-th positional parameter instead (a setter updating
+    its object in place: ``__setattr__``, a property's or descriptor's setter).
     ``inactive``: a bit mask of positional parameters whose arguments carry no
     derivative at this call (``_ad_rcall_masked``): they start inactive.
     """
@@ -106,16 +109,16 @@ class Front:
 
 
 def front(
-    f: types.FunctionType, closure_active: bool, as_init: bool = False, inactive: int = 0
+    f: types.FunctionType, closure_active: bool, as_init: bool | int = False, inactive: int = 0
 ) -> Front:
     """source -> fence -> desugar -> anf -> activity, shared by reverse and forward mode.
 
     The positional parameters at the set bits of ``inactive`` are no seeds."""
     src = get_source(f)
-    tree = check_supported(src.tree, src.filename)
+    tree = check_supported(explicit_protocols(src.tree, f), src.filename)
     anf = normalize(desugar(tree), src.filename)
     if as_init:
-        anf = returning_self(anf)
+        anf = returning_self(anf, int(as_init) - 1)
     freevars = f.__code__.co_freevars
     if closure_active:
         # Runtime helpers that generated code reads are constants, not user data.
@@ -129,11 +132,13 @@ def front(
     return Front(anf, active_names(anf, seeds, plain), plain, src.filename, callees, reads)
 
 
-def returning_self(fn: ast.FunctionDef) -> ast.FunctionDef:
+def returning_self(fn: ast.FunctionDef, index: int = 0) -> ast.FunctionDef:
     """A copy of an ANF ``__init__`` whose every ``return`` returns ``self``
-    (its first parameter): a constructor's output is the object it built."""
+    (its first parameter): a constructor's output is the object it built.
+    ``index``: another positional parameter is the output (a descriptor's
+    ``__set__(self, obj, value)`` updates its second)."""
     a = fn.args
-    first = (a.posonlyargs + a.args)[0].arg
+    first = (a.posonlyargs + a.args)[index].arg
 
     def rewrite(stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -158,7 +163,7 @@ def returning_self(fn: ast.FunctionDef) -> ast.FunctionDef:
 def _pipeline(
     f: types.FunctionType,
     closure_active: bool,
-    as_init: bool = False,
+    as_init: bool | int = False,
     pure: bool = False,
     inactive: int = 0,
 ) -> tuple[Front, ast.FunctionDef]:
@@ -217,7 +222,7 @@ def _helper_cells(helpers: dict[str, Any]) -> dict[str, types.CellType]:
 
 
 def _build(
-    f: types.FunctionType, closure_active: bool, as_init: bool = False, inactive: int = 0
+    f: types.FunctionType, closure_active: bool, as_init: bool | int = False, inactive: int = 0
 ) -> Transformed:
     from .._helpers import HELPERS
 
@@ -250,7 +255,7 @@ _PURE_CACHE: dict[tuple, Transformed] = {}
 
 
 def pure_transformed(
-    f: types.FunctionType, closure_active: bool, as_init: bool = False
+    f: types.FunctionType, closure_active: bool, as_init: bool | int = False
 ) -> Transformed:
     """The cached *pure* reverse transform of ``f``'s code (``reverse.generate``'s
     ``pure`` form), whose primal and adjoint are themselves differentiable: their
@@ -269,7 +274,7 @@ def pure_transformed(
 PURE_PREFIX = "_ar_"
 
 
-def _build_pure(f: types.FunctionType, closure_active: bool, as_init: bool) -> Transformed:
+def _build_pure(f: types.FunctionType, closure_active: bool, as_init: bool | int) -> Transformed:
     from .._helpers import HELPERS
 
     fr, fwd = _pipeline(f, closure_active, as_init, pure=True)
@@ -377,17 +382,20 @@ def _annotate(node: ast.stmt, out: list[str], depth: int) -> None:
     out.extend(pad + t for t in text[1:])
 
 
-_FWD_CACHE: dict[tuple[types.CodeType, bool], Any] = {}
+_FWD_CACHE: dict[tuple, Any] = {}
 
 
-def forward_transformed(f: types.FunctionType, closure_active: bool) -> Any:
-    """The cached forward-mode (pushforward) transform of ``f``'s code."""
-    key = (f.__code__, closure_active)
+def forward_transformed(
+    f: types.FunctionType, closure_active: bool, as_init: bool | int = False
+) -> Any:
+    """The cached forward-mode (pushforward) transform of ``f``'s code
+    (``as_init``: as in ``transformed``)."""
+    key = (f.__code__, closure_active) if not as_init else (f.__code__, closure_active, as_init)
     entry = _FWD_CACHE.get(key)
     if entry is None:
         from .forward import build_forward
 
         with _no_gc():
-            entry = build_forward(f, closure_active)
+            entry = build_forward(f, closure_active, as_init)
         _FWD_CACHE[key] = entry
     return entry

@@ -287,13 +287,15 @@ def generate_forward(
     )
 
 
-def build_forward(f: types.FunctionType, closure_active: bool) -> Compiled:
+def build_forward(
+    f: types.FunctionType, closure_active: bool, as_init: bool | int = False
+) -> Compiled:
     """Run the whole forward pipeline for ``f`` and compile the result."""
     from .._forward import FORWARD_HELPERS
     from . import front
     from .codegen import compile_primal, factory_module
 
-    fr = front(f, closure_active)
+    fr = front(f, closure_active, as_init)
     freevars = f.__code__.co_freevars
     fn = generate_forward(fr.anf, fr.active, freevars, closure_active, fr.filename, fr.plain)
     used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id in FORWARD_HELPERS}

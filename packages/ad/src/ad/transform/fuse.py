@@ -201,6 +201,9 @@ def _grow(root: Op, lo: int, members: dict[str, Op], loads: Counter) -> list[Op]
     while True:
         inside = Counter(a for op in [*found.values(), root] for a in op.args if type(a) is str)
         outside = [n for n in found if inside[n] != loads[n]]
+        # A view's array is sliced in the region's test, before any member is
+        # computed (see ``_primal``): it must be an input, not a member.
+        outside += [n for n, op in found.items() if op.kind == "getitem" and op.args[0] in found]
         if not outside:
             break
         for n in outside:

@@ -99,9 +99,9 @@ def get_source(fn: types.FunctionType) -> FunctionSource:
         parsed = _parse_block(block, code)
         if parsed is None:
             raise _no_source(code, "its source could not be parsed on its own")
-    tree, shift = parsed
+    tree, dedent, extra = parsed
     if code.co_name == "<lambda>":
-        node = _find_lambda(tree, code, shift)
+        node = _find_lambda(tree, code, dedent, extra)
         # Located like the lambda: the only new nodes are these two.
         where = {
             "lineno": node.lineno,
@@ -120,19 +120,19 @@ def get_source(fn: types.FunctionType) -> FunctionSource:
             **({"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}),
         )
         return FunctionSource(fdef, filename, "<lambda>")
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
-            if isinstance(node, ast.AsyncFunctionDef):
-                from ..errors import UnsupportedSyntaxError
+    node = _find_def(tree, code)
+    if node is not None:
+        if isinstance(node, ast.AsyncFunctionDef):
+            from ..errors import UnsupportedSyntaxError
 
-                raise UnsupportedSyntaxError(
-                    f"{filename}:{node.lineno}: cannot differentiate async function "
-                    f"{node.name!r}.\nTo fix: differentiate a plain def.",
-                    filename,
-                    node.lineno,
-                )
-            node.decorator_list = []
-            return FunctionSource(node, filename, node.name)
+            raise UnsupportedSyntaxError(
+                f"{filename}:{node.lineno}: cannot differentiate async function "
+                f"{node.name!r}.\nTo fix: differentiate a plain def.",
+                filename,
+                node.lineno,
+            )
+        node.decorator_list = []
+        return FunctionSource(node, filename, node.name)
     raise _no_source(code, "its definition was not found in the source")
 
 
@@ -140,13 +140,14 @@ def get_source(fn: types.FunctionType) -> FunctionSource:
 _MAX_PAD = 5000
 
 
-def _parse_block(block: list[str], code: types.CodeType) -> tuple[ast.Module, int] | None:
-    """The parsed block, with the file's line numbers, and the column shift between
-    the file and the parsed text."""
+def _parse_block(block: list[str], code: types.CodeType) -> tuple[ast.Module, int, int] | None:
+    """The parsed block, with the file's line numbers; the columns every line lost
+    to dedenting; and the characters put in front of the block's first line (a
+    parsed column is the file's, less the first, plus the second on that line)."""
     raw = "".join(block)
     text = textwrap.dedent(raw)
     # Columns in the code object are relative to the file; dedenting shifted them.
-    shift = (len(raw) - len(raw.lstrip(" \t"))) - (len(text) - len(text.lstrip(" \t")))
+    dedent = (len(raw) - len(raw.lstrip(" \t"))) - (len(text) - len(text.lstrip(" \t")))
     # Blank lines in front give every node its line in the file as it is parsed,
     # cheaper than ``ast.increment_lineno`` walking the tree afterwards, unless
     # there are very many of them (each costs ~20 ns to parse).
@@ -158,7 +159,7 @@ def _parse_block(block: list[str], code: types.CodeType) -> tuple[ast.Module, in
     tree, extra = parsed
     if pad != offset:
         ast.increment_lineno(tree, offset)
-    return tree, shift - extra
+    return tree, dedent, extra
 
 
 def _last_line(code: types.CodeType) -> int:
@@ -215,6 +216,22 @@ def _parse(text: str, fragment: bool, offset: int) -> tuple[ast.Module, int] | N
     return None
 
 
+def _find_def(tree: ast.AST, code: types.CodeType) -> ast.FunctionDef | None:
+    """The ``def`` that compiled to ``code``: the one of its name that starts on its
+    first line (its first decorator's line, if any), never merely the first one of
+    that name (a function redefined, or nested functions of the same name)."""
+    named = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == code.co_name
+    ]
+    for n in named:
+        first = min([n.lineno] + [d.lineno for d in n.decorator_list])
+        if first == code.co_firstlineno:
+            return n
+    return named[0] if len(named) == 1 else None
+
+
 def _code_signature(code: types.CodeType) -> tuple:
     """What a lambda compiles to, independent of where its names resolve."""
     consts = tuple(c for c in code.co_consts if not isinstance(c, types.CodeType))
@@ -230,11 +247,38 @@ def _same_code(node: ast.Lambda, code: types.CodeType) -> bool:
     return inner is not None and _code_signature(inner) == _code_signature(code)
 
 
-def _find_lambda(tree: ast.AST, code: types.CodeType, shift: int) -> ast.Lambda:
+def _positions(code: types.CodeType) -> frozenset[tuple[int, int, int, int]]:
+    """Where ``code``'s real instructions are (RESUME and friends have no span)."""
+    return frozenset(
+        (line, col, end, endcol)
+        for line, end, col, endcol in code.co_positions()
+        if line is not None
+        and end is not None
+        and col is not None
+        and endcol is not None
+        and (end, endcol) > (line, col)
+    )
+
+
+def _compiled_positions(node: ast.Lambda) -> frozenset[tuple[int, int, int, int]] | None:
+    """The positions of what ``node`` compiles to, in the parsed tree's columns."""
+    try:
+        module = compile(ast.Expression(body=node), "<lambda>", "eval")
+    except (SyntaxError, ValueError, TypeError):
+        return None
+    inner = next((c for c in module.co_consts if isinstance(c, types.CodeType)), None)
+    return _positions(inner) if inner is not None else None
+
+
+def _find_lambda(tree: ast.AST, code: types.CodeType, dedent: int, extra: int) -> ast.Lambda:
+    """The lambda that compiled to ``code``: among those on its first line, told
+    apart by parameter names, then by the positions its instructions carry
+    (Python 3.11+: the candidate that compiles to the same positions), never by
+    a name or by the first match (nested lambdas share their line and often their
+    parameter names)."""
+    first_line = code.co_firstlineno
     argnames = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-    lambdas = [
-        n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == code.co_firstlineno
-    ]
+    lambdas = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == first_line]
     same_args = [
         n
         for n in lambdas
@@ -243,22 +287,28 @@ def _find_lambda(tree: ast.AST, code: types.CodeType, shift: int) -> ast.Lambda:
     if len(same_args) == 1:
         return same_args[0]
     candidates = same_args or lambdas
-    positions = getattr(code, "co_positions", None)
-    if positions is not None and candidates:
-        cols = [  # real instructions only (RESUME and friends sit at column 0..0)
-            (line, col)
-            for line, _end, col, endcol in positions()
-            if line is not None and col is not None and endcol is not None and endcol > col
-        ]
-        if cols:
-            line, col = min(cols)
-            first = (line, col - shift if line == code.co_firstlineno else col)
-            for n in candidates:
-                body = n.body
-                start = (body.lineno, body.col_offset)
-                end = (body.end_lineno, body.end_col_offset)
-                if start <= first < end:
-                    return n
+    if hasattr(code, "co_positions") and len(candidates) > 1:
+        # The code's positions in the parsed tree's columns: dedenting shifted
+        # every line, the fragment's completion (``_parse``) only the first.
+        own = frozenset(
+            (
+                line,
+                col - dedent + (extra if line == first_line else 0),
+                end,
+                endcol - dedent + (extra if end == first_line else 0),
+            )
+            for line, col, end, endcol in _positions(code)
+        )
+        scored = []
+        for n in candidates:
+            theirs = _compiled_positions(n)
+            if theirs is not None:
+                scored.append((len(own ^ theirs), n))
+        if scored:
+            best = min(s for s, _n in scored)
+            matched = [n for s, n in scored if s == best]
+            if len(matched) == 1 and best < len(own):
+                return matched[0]
     if len(candidates) > 1:
         # No column positions (Python 3.10): compare what each candidate compiles to.
         candidates = [n for n in candidates if _same_code(n, code)] or candidates
