@@ -437,3 +437,45 @@ def test_second_order_refuses_what_first_order_refuses(f, hessian):
     # write helper's own body is differentiated: "writes ... into its argument".)
     with pytest.raises(ad.MutationError, match="is updated in place|into its argument"):
         hessian(f, np.array([0.1, 0.4, -0.3]))
+
+
+# --- a[i] op= v, o.a op= v: the element is updated in place ----------------------------
+
+
+def element_shared_with_the_argument(x):
+    pair = [x, x]
+    pair[0] += 1.0  # Python adds 1 to x itself, and so to pair[1]
+    return np.sum(pair[1] * x)
+
+
+def element_read_before(x):
+    d = {"a": x * 1.0}
+    e = d["a"]
+    d["a"] *= 2.0  # e sees the change in Python
+    return np.sum(e * x)
+
+
+def element_nobody_else_holds(x):
+    pair = [x * 1.0, x * 2.0]
+    pair[0] += x
+    b = Box()
+    b.w = np.exp(x)
+    b.w *= 2.0
+    d = {"k": 1.0}
+    d["k"] += np.sum(x)  # a float: immutable, nothing to check
+    return np.sum(pair[0] * pair[1]) + np.sum(b.w) + d["k"]
+
+
+@pytest.mark.parametrize(
+    ("f", "label"),
+    [(element_shared_with_the_argument, r"'pair\[0\]'"), (element_read_before, r"d\['a'\]\"")],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_an_element_update_another_holder_would_see_is_refused(f, label):
+    refused_in_both_modes(f, [1.0, 2.0, 3.0], rf"{label} is updated in place")
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3)])
+def test_an_element_update_nobody_else_observes_is_differentiated(shape):
+    x = np.linspace(0.1, 0.6, int(np.prod(shape))).reshape(shape)
+    check_both_modes(element_nobody_else_holds, x)

@@ -92,17 +92,20 @@ def _calibrate() -> tuple[int, int]:
 _ALONE, _BASE_ALONE = _calibrate()
 
 
-def own(x: Any, name: str, site: str, active: bool) -> Any:
+def own(x: Any, name: str, site: str, active: bool, held: int = 0, var: str = "") -> Any:
     """``x``, ready to be written in place through the variable ``name``.
 
     ``active``: the write is differentiated (it rebinds ``name``; the old
     object must not be observable by the user). Otherwise the write runs as
     plain Python: a copy is returned when only the AD's tape holds ``x`` too.
+    ``held``: references the write expects besides (``a[i] += v`` reads the
+    element ``a`` holds, and stores the result back there); ``var``, the
+    variable ``x`` is read from when ``name`` is such a label (``"a[i]"``).
     """
     if type(x) in _IMMUTABLE:
         return x
     # references: the caller's variable, this parameter, getrefcount's argument
-    n = sys.getrefcount(x) - _ALONE
+    n = sys.getrefcount(x) - _ALONE - held
     if isinstance(x, _ndarray):
         base = x.base
         # references: the view's base pointer, this variable, getrefcount's argument
@@ -111,26 +114,38 @@ def own(x: Any, name: str, site: str, active: bool) -> Any:
         base, nb = None, 0
     if n <= 0 and nb <= 0:
         return x
-    return _slow(x, base, max(n, 0), max(nb, 0), name, site, active)
+    return _slow(x, base, max(n, 0), max(nb, 0), name, site, active, held, var or name)
 
 
-def _slow(x: Any, base: Any, n: int, nb: int, name: str, site: str, active: bool) -> Any:
-    """Account for the ``n`` references to ``x`` beyond its variable (and for
-    the ``nb`` ones to a view's base beyond the view)."""
+def _slow(
+    x: Any,
+    base: Any,
+    n: int,
+    nb: int,
+    name: str,
+    site: str,
+    active: bool,
+    held: int,
+    var: str,
+) -> Any:
+    """Account for the ``n`` references to ``x`` beyond its variable ``var``
+    (and for the ``nb`` ones to a view's base beyond the view)."""
     frame = sys._getframe(2)
-    if _Holders(x, name, n).explained(frame) and (
-        not nb or _Holders(base, name, nb, x).explained(frame)
+    if _Holders(x, var, n).explained(frame) and (
+        not nb or _Holders(base, var, nb, x).explained(frame)
     ):
         # Only the AD holds it besides: its tape keeps the object it saved.
         if active:
             return x
         return x.copy() if isinstance(x, _ndarray) else copy.copy(x)
-    found = _Holders(x, name)
+    found = _Holders(x, var)
     found.search(frame)
+    if held:  # the container's variable holds the element the write expects
+        found.users = []
     unexplained = n - found.internal - len(found.users)
     if nb:
         # The memory belongs to ``base``: every holder of base sees the write.
-        of_base = _Holders(base, name, view=x)
+        of_base = _Holders(base, var, view=x)
         of_base.search(frame)
         extra = nb - of_base.internal - len(of_base.users)
         if of_base.users or extra > 0 or (not active and of_base.internal):
@@ -173,7 +188,7 @@ class _Holders:
         own_codes = {id(c) for c in frame.f_code.co_consts if isinstance(c, types.CodeType)}
         free = frame.f_code.co_freevars
         for k, v in _locals(frame):
-            if k.startswith("_ad_") and k not in free:
+            if k.startswith("_ad_") and k not in free and k != self.name:
                 self.count(v, _DEPTH, own_codes)
                 if self.internal >= self.need:
                     return True
@@ -192,11 +207,11 @@ class _Holders:
                 for k, v in _locals(frame):
                     if k in free:
                         continue
+                    if first and generated and k == self.name:
+                        continue  # the variable being written (or, for its base, the view)
                     if not generated or k.startswith("_ad_"):
                         if internal:
                             self.count(v, _DEPTH, own_codes)
-                    elif first and k == self.name:
-                        continue  # the variable being written (or, for its base, the view)
                     elif self.holds(v, 3):
                         self.users.append(k if first else f"{k} (in {_where(frame)})")
                 first = first and not generated
@@ -348,8 +363,8 @@ def _saved_message(name: str, site: str, users: list[str]) -> str:
 # derivative passes through.
 
 
-def _own_nested(x: Any, name: str, site: str, active: bool) -> Any:
-    if type(x) in _IMMUTABLE:
+def _own_nested(x: Any, name: str, site: str, active: bool, held: int = 0, var: str = "") -> Any:
+    if type(x) in _IMMUTABLE or held:
         return x
     frame = sys._getframe(2)
     found = _Holders(x, name)
@@ -368,15 +383,15 @@ def _own_nested(x: Any, name: str, site: str, active: bool) -> Any:
 
 
 @rrule.register(own, config=ADConfig)
-def _(config: Any, x: Any, name: str, site: str, active: bool) -> Any:
+def _(config: Any, x: Any, *args: Any) -> Any:
     def own_pullback(ȳ: Any) -> tuple:
-        return (_NO, ȳ, _NO, _NO, _NO)
+        return (_NO, ȳ) + (_NO,) * len(args)
 
-    return _own_nested(x, name, site, active), own_pullback
+    return _own_nested(x, *args), own_pullback
 
 
 @frule.register(own, config=ADConfig)
 def _(
-    config: Any, ḟ: Any, ẋ: Any, ṅ: Any, ṡ: Any, ȧ: Any, x: Any, name: str, site: str, active: bool
-) -> Any:
-    return _own_nested(x, name, site, active), ẋ
+    config: Any, ḟ: Any, *args: Any
+) -> Any:  # args: the tangents, then the arguments (four to six)
+    return _own_nested(*args[len(args) // 2 :]), args[0]

@@ -33,7 +33,11 @@ from typing import TypeVar
 
 from ..errors import UnsupportedSyntaxError
 
-__all__ = ["BINOPS", "UNARYOPS", "normalize"]
+__all__ = ["BINOPS", "ITEM_UPDATE", "UNARYOPS", "normalize"]
+
+#: Set on the ``_ad_iop_<op>(t, v)`` call of ``a[i] op= v`` (or ``o.a op= v``):
+#: the source text of the target, ``t`` being its current value.
+ITEM_UPDATE = "_ad_item_update"
 
 BINOPS: dict[type, str] = {
     ast.Add: "add",
@@ -448,10 +452,13 @@ class _Normalizer:
             else:
                 load = copy.deepcopy(s.target)
                 _set_load(load)
+                # Python: t = a[i]; t = t.__iadd__(v); a[i] = t. The update may
+                # change the element in place: the generators guard it (ITEM_UPDATE).
                 current = self.atom(load, out)
                 rhs = self.atom(s.value, out)
-                new = self.bind(self.helper_call(f"_ad_op_{op}", [current, rhs]), out)
-                self.assign_target(s.target, new, out)
+                update = self.helper_call(f"_ad_iop_{op}", [current, rhs])
+                setattr(update, ITEM_UPDATE, ast.unparse(s.target))
+                self.assign_target(s.target, self.bind(update, out), out)
         elif isinstance(s, ast.Expr):
             if isinstance(s.value, ast.Constant):
                 return  # docstring or bare constant

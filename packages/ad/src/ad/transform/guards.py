@@ -13,6 +13,7 @@ import ast
 from ._nodes import at
 from ._nodes import call as _call
 from .activity import all_nodes, stored_names
+from .anf import ITEM_UPDATE
 
 __all__ = [
     "argument_write_guard",
@@ -48,6 +49,10 @@ def ownership_guard(
         return []
     fn = value.func.id
     first = value.args[0] if value.args else None
+    label = getattr(value, ITEM_UPDATE, None)
+    if label is not None and isinstance(first, ast.Name):
+        # ``a[i] op= v``: the element is updated in place, and ``a`` holds it too.
+        return [_own(first.id, label, 1, active, filename, line)]
     if fn.startswith("_ad_iop_") or fn in _WRITERS:
         target = s.targets[0]
         if not (
@@ -65,16 +70,21 @@ def ownership_guard(
         name = out[0].id
     if name.startswith("_ad_"):
         return []
-    check = _call(
-        "_ad_own",
+    return [_own(name, name, 0, active, filename, line)]
+
+
+def _own(name: str, label: str, held: int, active: bool, filename: str, line: int) -> ast.stmt:
+    """``name = _ad_own(name, label, site, active[, held, name])``."""
+    args = [
         at(ast.Name(id=name, ctx=ast.Load()), line),
-        at(ast.Constant(name), line),
+        at(ast.Constant(label), line),
         at(ast.Constant(f"{filename}:{line}"), line),
         at(ast.Constant(active), line),
-        line=line,
-    )
+    ]
+    if held:
+        args += [at(ast.Constant(held), line), at(ast.Constant(name), line)]
     store = at(ast.Name(id=name, ctx=ast.Store()), line)
-    return [at(ast.Assign(targets=[store], value=check), line)]
+    return at(ast.Assign(targets=[store], value=_call("_ad_own", *args, line=line)), line)
 
 
 def argument_write_guard(
