@@ -479,3 +479,47 @@ def test_an_element_update_another_holder_would_see_is_refused(f, label):
 def test_an_element_update_nobody_else_observes_is_differentiated(shape):
     x = np.linspace(0.1, 0.6, int(np.prod(shape))).reshape(shape)
     check_both_modes(element_nobody_else_holds, x)
+
+
+# --- x op= y keeps numpy's in-place semantics ------------------------------------------
+
+
+def float32_accumulator(x):
+    acc = np.zeros(3, dtype=np.float32)
+    acc += x * 2.0  # numpy keeps acc float32
+    acc *= x
+    return acc
+
+
+def test_an_update_keeps_the_arrays_dtype_in_both_modes():
+    x = np.array([0.1, 0.2, 0.3])
+    y, back = ad.pullback(float32_accumulator, x)
+    assert y.dtype == np.float32
+    np.testing.assert_array_equal(y, float32_accumulator(x))
+    np.testing.assert_allclose(back(np.ones(3, dtype=np.float32))[0], 4.0 * x, rtol=1e-6)
+    y, ẏ = ad.jvp(float32_accumulator, (x,), (np.ones(3),))
+    assert y.dtype == ẏ.dtype == np.float32
+    np.testing.assert_allclose(ẏ, 4.0 * x, rtol=1e-6)
+
+
+def grows_by_broadcasting(x):
+    acc = np.zeros(3)
+    acc += np.outer(x, x)  # numpy: non-broadcastable output operand
+    return np.sum(acc)
+
+
+def int_accumulator(x):
+    acc = np.zeros(3, dtype=int)
+    acc += x  # numpy: cannot cast float64 to int64 in place
+    return np.sum(acc)
+
+
+@pytest.mark.parametrize("f", [grows_by_broadcasting, int_accumulator], ids=lambda f: f.__name__)
+def test_an_update_numpy_refuses_raises_numpys_error(f):
+    x = np.array([0.1, 0.2, 0.3])
+    with pytest.raises(Exception) as python:
+        f(x)
+    with pytest.raises(type(python.value), match=str(python.value)[:30]):
+        ad.gradient(f, x)
+    with pytest.raises(type(python.value), match=str(python.value)[:30]):
+        ad.jvp(f, (x,), (x,))

@@ -21,7 +21,9 @@ from rulescore import NoTangent, Tangent, ZeroTangent, frule, unthunk
 
 from . import _forward, _helpers, _rules_objects
 from ._config import ADConfig
+from ._cotangents import np_module
 from ._forward import call_with, entries, fcall, is_zero, mapping_entry, split, tan_list, tan_tuple
+from ._rules_objects import as_inplace_result, same_array_kind
 from ._runtime import call_site
 from .errors import MutationError
 
@@ -324,7 +326,7 @@ def _(config: Any, ḟ: Any, l̇: Any, v̇: Any, lst: list, value: Any) -> Any:
     return lst, tan_list(*es, v̇)
 
 
-def _iop_frule(op: str) -> Callable:
+def _iop_frule(op: str, inplace: Callable) -> Callable:
     outofplace = getattr(operator, op)
 
     def iop_frule(config: Any, ḟ: Any, ẋ: Any, ẏ: Any, x: Any, y: Any) -> Any:
@@ -333,7 +335,13 @@ def _iop_frule(op: str) -> Callable:
             x += y
             es += entries(ẏ, len(x) - len(es), y)
             return x, tan_list(*es)
-        return fcall(outofplace, (_Z, ẋ, ẏ), x, y)
+        z, ż = fcall(outofplace, (_Z, ẋ, ẏ), x, y)
+        np = np_module()
+        if np is not None and type(x) is np.ndarray and not same_array_kind(z, x):
+            z = as_inplace_result(z, x, y, inplace)
+            if not is_zero(ż):
+                ż = np.asarray(unthunk(ż)).astype(z.dtype, copy=False)
+        return z, ż
 
     iop_frule.__name__ = iop_frule.__qualname__ = f"iop_{op}_frule"
     return iop_frule
@@ -341,6 +349,6 @@ def _iop_frule(op: str) -> Callable:
 
 for _name, _fn in _helpers.HELPERS.items():
     if _name.startswith("_ad_iop_"):
-        frule.register(_fn, config=ADConfig)(_iop_frule(_name[len("_ad_iop_") :]))
+        frule.register(_fn, config=ADConfig)(_iop_frule(_name[len("_ad_iop_") :], _fn.inplace))
         _forward.NO_SHORTCUT.add(_fn)
 _forward.NO_SHORTCUT.add(_helpers.setitem)

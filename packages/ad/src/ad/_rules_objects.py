@@ -478,8 +478,10 @@ def inplace_helper(op: str) -> Callable:
     """``x op= y``: lists extend in place; everything else rebinds to ``x op y``.
 
     numpy arrays are updated out of place when differentiated (the old array
-    may be saved by a pullback); another name bound to the same array does not
-    see the update. Inactive code keeps Python's in-place semantics.
+    may be saved by a pullback; ``ad._ownership`` made sure nothing else
+    observes it), keeping numpy's in-place semantics for the result: ``x``'s
+    shape and dtype (``float32 += float64`` stays float32) and numpy's error
+    where ``y`` does not broadcast into ``x``. Inactive code runs in place.
     """
     inplace = getattr(operator, f"i{op}" if not op.endswith("_") else f"i{op[:-1]}")
     outofplace = getattr(operator, op)
@@ -500,7 +502,27 @@ def inplace_helper(op: str) -> Callable:
                 return (_NO, list(cts[:n]) if n else _Z, from_list_ct(y, list(cts[n:])))
 
             return x, extend_pullback
-        return _runtime.rcall(outofplace, x, y)
+        z, pb = _runtime.rcall(outofplace, x, y)
+        np = np_module()
+        if np is not None and type(x) is np.ndarray and not same_array_kind(z, x):
+            z = as_inplace_result(z, x, y, inplace)
+        return z, pb
 
     rrule.register(iop, config=ADConfig)(iop_rule)
+    iop.inplace = inplace  # type: ignore[attr-defined]
     return iop
+
+
+def same_array_kind(z: Any, x: Any) -> bool:
+    """Whether ``z`` has the array ``x``'s type, shape and dtype."""
+    return type(z) is type(x) and z.shape == x.shape and z.dtype == x.dtype
+
+
+def as_inplace_result(z: Any, x: Any, y: Any, inplace: Callable) -> Any:
+    """``x op y`` (computed out of place as ``z``) as ``x op= y`` leaves ``x``: in
+    ``x``'s dtype, or numpy's own error where the update could not be in place."""
+    np = np_module()
+    z = np.asarray(z)
+    if z.shape != x.shape or not np.can_cast(z.dtype, x.dtype, "same_kind"):
+        inplace(x.copy(), y)  # raises numpy's error (a broadcast or a cast it refuses)
+    return z.astype(x.dtype, copy=False)
