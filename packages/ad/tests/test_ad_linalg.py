@@ -1,6 +1,8 @@
 """ad.gradient through numpy.linalg, written plainly: the Gaussian log-density."""
 
 import numpy as np
+import pytest
+from ad_testing import fd_hessian
 
 import ad
 
@@ -38,3 +40,33 @@ def test_gaussian_log_density_matches_closed_form_and_finite_differences():
     h = 1e-6
     fd = (gaussian_logpdf(x, mu, sigma + h * D) - gaussian_logpdf(x, mu, sigma - h * D)) / (2 * h)
     assert abs(np.sum(gs * D) - fd) < 1e-6 * max(1.0, abs(fd))
+
+
+# --- second order through a factorization's unpacked results ---------------------------
+
+
+def unpacked_slogdet(x):
+    sign, logdet = np.linalg.slogdet(x)
+    return sign * logdet**2
+
+
+def slogdet_field(x):
+    res = np.linalg.slogdet(x)
+    return res.logabsdet * np.sum(x)
+
+
+def unpacked_qr(x):
+    q, r = np.linalg.qr(x)
+    return np.sum(r * r) + np.sum(q[0] * x[1])
+
+
+@pytest.mark.parametrize("hessian", [ad.hessian, ad.hessian_reverse], ids=lambda h: h.__name__)
+@pytest.mark.parametrize(
+    "f", [unpacked_slogdet, slogdet_field, unpacked_qr], ids=lambda f: f.__name__
+)
+@pytest.mark.parametrize("n", [2, 3])
+def test_hessian_through_unpacked_factorizations(f, hessian, n):
+    x = np.eye(n) * 2.0 + np.arange(n * n).reshape(n, n) / 10.0
+    np.testing.assert_allclose(hessian(f, x), fd_hessian(f, x), rtol=1e-5, atol=1e-5)
+    diag = ad.diaghessian(f, x)[0]
+    np.testing.assert_allclose(diag.reshape(-1), np.diag(fd_hessian(f, x)), rtol=1e-5, atol=1e-5)

@@ -314,6 +314,32 @@ def _(config: Any, kw: Any, name: str) -> Any:
     return _accumulate.kw_ct(kw, name), _entry_pullback(dict, name)
 
 
+@rrule.register(operator.getitem, config=ADConfig)
+def _(config: Any, t: Tangent, key: Any) -> Any:
+    """A rule's pullback reading entry ``key`` of its output's cotangent (``ȳ[1]`` of a
+    ``Tangent[SlogdetResult]``): ȳ goes back as that one entry, of the same kind."""
+    y = t[key]
+    T = type(t)
+    if T._kind == "positional":
+        n = len(t._backing)
+
+        def positional_entry_pullback(ȳ: Any) -> tuple:
+            if _is_zero(unthunk(ȳ)):
+                return (_NO, _Z, _NO)
+            return (_NO, T(*[ȳ if i == key else _Z for i in range(n)]), _NO)
+
+        return y, positional_entry_pullback
+    if T._kind == "fields" and isinstance(key, int):
+        key = T._allowed[key]  # a namedtuple's index: its field
+    return y, _entry_pullback(T.primal_type, key)
+
+
+@rrule.register(operator.getitem, config=ADConfig)
+def _(config: Any, cls: type, key: Any) -> Any:
+    """A generic type made in a rule's body (``Tangent[P]``): no data, no derivative."""
+    return cls[key], lambda ȳ: (_NO, _NO, _NO)
+
+
 def _entry_pullback(primal_type: type, name: str) -> Callable:
     """The pullback of reading entry ``name`` of a ``Tangent[primal_type]`` (a closure's
     captured variable, a keyword argument): ȳ goes back as that one entry."""
