@@ -227,8 +227,11 @@ class _Holders:
             return
         kind = type(v)
         if kind is _ndarray:
-            if v.base is t and id(v) not in self.seen:
-                self.seen.add(id(v))  # a view holds one reference, however reached
+            # A view holds one reference, however reached; the quick search does not
+            # count it, since the user may hold that view too (the full search names
+            # such a holder).
+            if v.base is t and id(v) not in self.seen and not self.quick:
+                self.seen.add(id(v))
                 self.internal += 1
             return
         if depth == 0 or (kind in _IMMUTABLE and kind is not tuple) or kind in _OPAQUE:
