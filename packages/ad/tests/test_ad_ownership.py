@@ -523,3 +523,40 @@ def test_an_update_numpy_refuses_raises_numpys_error(f):
         ad.gradient(f, x)
     with pytest.raises(type(python.value), match=str(python.value)[:30]):
         ad.jvp(f, (x,), (x,))
+
+
+def rows_written_in_place(x):
+    rows = []
+    for i in range(2):
+        row = [x * 1.0, x]
+        row[0] = row[0] * x[i]
+        rows.append(row)
+    return np.sum(rows[1][0] * x) + np.sum(rows[0][-1] ** 3)
+
+
+def dict_entries_rewritten(x):
+    d = {}
+    d["a"] = x * 2.0
+    d["a"] = d["a"] * x
+    return np.sum(d["a"]) * x[0]
+
+
+@pytest.mark.parametrize(
+    ("f", "hessians"),
+    [
+        (rows_written_in_place, [ad.hessian, ad.hessian_reverse, ad.diaghessian]),
+        # reverse over reverse does not yet differentiate a dict entry's pullback
+        (dict_entries_rewritten, [ad.hessian, ad.diaghessian]),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_second_order_through_container_writes(f, hessians):
+    x = np.array([0.1, 0.4, -0.3])
+    want = fd_hessian(f, x)
+    for hessian in hessians:
+        got = hessian(f, x)
+        if hessian is ad.diaghessian:
+            got, want_ = got[0], np.diag(want)
+        else:
+            want_ = want
+        np.testing.assert_allclose(got, want_, rtol=1e-5, atol=1e-5)

@@ -297,22 +297,28 @@ def _(config: Any, ḟ: Any, ȯ: Any, k̇: Any, v̇: Any, obj: Any, key: Any, va
             "To fix: build the array out of place (np.where, np.concatenate, np.stack, a list "
             "then np.array), or use ad.Buffer for a buffer you fill and then copy."
         )
+    ṫ = set_entry(obj, key, ȯ, v̇)
+    obj[key] = value
+    return obj, ṫ
+
+
+def set_entry(obj: Any, key: Any, ȯ: Any, v̇: Any) -> Any:
+    """The tangent of the list or dict ``obj`` (tangent ``ȯ``) once ``obj[key]``
+    is set to a value of tangent ``v̇``."""
     if isinstance(obj, list):
         if not isinstance(key, int):
             raise TypeError("slice assignment into a list is not differentiable; build a new list")
         es = entries(ȯ, len(obj), obj)
-        obj[key] = value
         es[key] = v̇
-        return obj, tan_list(*es)
+        return tan_list(*es)
     if isinstance(obj, dict):
-        obj[key] = value
         ȯ = unthunk(ȯ)
         b = dict(ȯ._backing if isinstance(ȯ, Tangent) else {} if is_zero(ȯ) else ȯ)
         if is_zero(v̇):
             b.pop(key, None)
         else:
             b[key] = v̇
-        return obj, Tangent[dict]._from_backing(b) if b else _Z
+        return Tangent[dict]._from_backing(b) if b else _Z
     raise TypeError(
         f"cannot differentiate item assignment into a {type(obj).__name__} "
         f"(at {call_site()}); only lists and dicts are supported"

@@ -175,6 +175,8 @@ def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Calla
         return _through_apply(ts, args)
     if f is _rules_objects.append:
         return _through_append(ts, args)
+    if f is _rules_objects.setitem and type(args[0]) in (list, dict):
+        return _through_setitem(ts, args)
     if tf is _FunctionType and f not in _forward._FRULES:
         return _through_pushforward(f, ts, args)
     if _forward._hashable(f) and f in _forward._FRULES:
@@ -367,6 +369,23 @@ def _through_append(ts: tuple, args: tuple) -> tuple[Any, Callable]:
         return (_NO, _NO, _tangents_ct((_Z, l̇_ct, tcts[n])), cts[1], cts[2])
 
     return (y, ẏ), append_pullback
+
+
+def _through_setitem(ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    """``obj[key] = value`` into a list or dict being built: written once; the
+    tangent is the old one with the entry replaced, the same linear map as the
+    value's, so one pullback serves both."""
+    obj, key, value = args
+    y, pb = rcall(_rules_objects.setitem, obj, key, value)
+    ẏ = _forward_rules.set_entry(obj, key, ts[1], ts[3])
+
+    def setitem_pullback(ct: Any) -> tuple:
+        ȳ, ẏ̄ = _pair(ct)
+        cts = pb(ȳ) if not _is_zero(unthunk(ȳ)) else (_NO, _Z, _NO, _Z)
+        tcts = pb(ẏ̄) if not _is_zero(unthunk(ẏ̄)) else (_NO, _Z, _NO, _Z)
+        return (_NO, _NO, _tangents_ct((_Z, tcts[1], _Z, tcts[3])), cts[1], _NO, cts[3])
+
+    return (y, ẏ), setitem_pullback
 
 
 def _through_route(route: tuple, ts: tuple, write: bool = False) -> tuple[Any, Callable]:

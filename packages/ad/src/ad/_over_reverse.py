@@ -100,6 +100,8 @@ def _dispatch(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
         return _through_pure(f, args, kwargs)
     if _hashable(f) and f in _STRUCTURAL:
         return _through_structural(f, args, kwargs)
+    if f is operator.getitem and type(args[0]) in (list, tuple):  # a read: structure only
+        return _through_structural(f, args, kwargs)
     if tf is types.MethodType:
         return _through_method(f.__func__, f.__self__, args, kwargs)
     if tf is types.BuiltinFunctionType:
@@ -190,6 +192,7 @@ def _through_method(
 #: pullback, which scatters in place; its rule body is differentiated instead.)
 _STRUCTURAL = (_nested._STRUCTURAL - {operator.getitem}) | {
     _rules_objects.append,
+    _rules_objects.setitem,  # into a list or dict (an array's refuses)
     _rules_containers.merge_kw,
 }
 
