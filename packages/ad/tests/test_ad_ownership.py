@@ -560,3 +560,55 @@ def test_second_order_through_container_writes(f, hessians):
         else:
             want_ = want
         np.testing.assert_allclose(got, want_, rtol=1e-5, atol=1e-5)
+
+
+# --- x[k] = v into an array nobody else observes: differentiated ----------------------
+
+
+def filled_entry_by_entry(x):
+    out = np.zeros(x.size)
+    for i in range(x.size):
+        out[i] = x.reshape(-1)[i] * x.reshape(-1)[(i + 1) % x.size]
+    return np.sum(out * out)
+
+
+def set_after_a_pullback_saved_it(x):
+    y = x * 2.0
+    z = y * y  # saves y
+    y[0] = 5.0
+    return np.sum(z) + np.sum(y * x)
+
+
+def rows_columns_and_masks(x):
+    m = np.zeros((2,) + x.shape)
+    m[0] = x
+    m[1, ...] = x**2
+    m[:, 0] += 1.0  # a view of m, stored back into m
+    m[m > 3.0] = 3.0
+    return np.sum(m**2)
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3)])
+@pytest.mark.parametrize(
+    "f",
+    [filled_entry_by_entry, set_after_a_pullback_saved_it, rows_columns_and_masks],
+    ids=lambda f: f.__name__,
+)
+def test_item_assignment_nobody_else_observes_is_differentiated(f, shape):
+    x = np.linspace(0.3, 1.9, int(np.prod(shape))).reshape(shape)
+    check_both_modes(f, x)
+    if len(shape) == 1:
+        for hessian in (ad.hessian, ad.hessian_reverse):
+            np.testing.assert_allclose(hessian(f, x), fd_hessian(f, x), rtol=1e-5, atol=1e-5)
+
+
+def test_item_assignment_keeps_the_arrays_dtype():
+    def f(x):
+        y = np.zeros(3, dtype=np.float32)
+        y[1:] = x[:2] * 2.0
+        return y
+
+    x = np.array([0.5, 1.5, 2.5])
+    y, back = ad.pullback(f, x)
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(back(np.ones(3, dtype=np.float32))[0], [2.0, 2.0, 0.0])

@@ -25,7 +25,6 @@ from ._cotangents import np_module
 from ._forward import call_with, entries, fcall, is_zero, mapping_entry, split, tan_list, tan_tuple
 from ._rules_objects import as_inplace_result, same_array_kind
 from ._runtime import call_site
-from .errors import MutationError
 
 __all__: list[str] = []
 
@@ -291,15 +290,23 @@ def _(config: Any, ḟ: Any, *args: Any, **kwargs: Any) -> Any:
 def _(config: Any, ḟ: Any, ȯ: Any, k̇: Any, v̇: Any, obj: Any, key: Any, value: Any) -> Any:
     np = sys.modules.get("numpy")
     if np is not None and isinstance(obj, np.ndarray):
-        # As in reverse mode, so a function behaves the same under both.
-        raise MutationError(
-            f"in-place assignment into a numpy array (at {call_site()}) is not differentiated.\n"
-            "To fix: build the array out of place (np.where, np.concatenate, np.stack, a list "
-            "then np.array), or use ad.Buffer for a buffer you fill and then copy."
-        )
+        # As in reverse mode: a new array, equal to obj but at key.
+        y, _ = _rules_objects.array_setitem(obj, key, value)
+        if is_zero(ȯ) and is_zero(v̇):
+            return y, _Z
+        ẏ = np.zeros(y.shape, np.result_type(y.dtype, *_dtypes(ȯ, v̇)))
+        if not is_zero(ȯ):
+            ẏ[...] = unthunk(ȯ)
+        ẏ[key] = 0 if is_zero(v̇) else unthunk(v̇)
+        return y, ẏ
     ṫ = set_entry(obj, key, ȯ, v̇)
     obj[key] = value
     return obj, ṫ
+
+
+def _dtypes(*ts: Any) -> list:
+    """The dtypes of the tangents that are not zero (a number's is its type)."""
+    return [getattr(t, "dtype", type(t)) for t in map(unthunk, ts) if not is_zero(t)]
 
 
 def set_entry(obj: Any, key: Any, ȯ: Any, v̇: Any) -> Any:

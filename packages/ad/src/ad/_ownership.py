@@ -54,6 +54,7 @@ from rulescore import NoTangent, frule, rrule
 
 from ._config import ADConfig
 from .errors import MutationError
+from .transform import PURE_PREFIX
 
 __all__ = ["own"]
 
@@ -61,7 +62,11 @@ _ndarray = np.ndarray
 _IMMUTABLE = frozenset([float, int, complex, bool, str, bytes, tuple, type(None), frozenset])
 _FunctionType, _MethodType, _CellType = types.FunctionType, types.MethodType, types.CellType
 _OPAQUE = frozenset([types.ModuleType, type, types.BuiltinFunctionType])
-_GENERATED = "_ad_fwd"  # the name of every generated primal (reverse and forward mode)
+#: The generated primals (reverse and forward mode, and the pure form that
+#: reverse over reverse differentiates again, whose own names are PURE_PREFIX's),
+#: and the prefixes of the AD's own variables in them.
+_PREFIXES = ("_ad_", PURE_PREFIX)
+_GENERATED = frozenset(p + "fwd" for p in _PREFIXES)
 #: Where the frames of the AD's runtime come from: everything they hold is the AD's.
 _INTERNAL = tuple(
     os.path.dirname(m.__file__) + os.sep
@@ -92,29 +97,49 @@ def _calibrate() -> tuple[int, int]:
 _ALONE, _BASE_ALONE = _calibrate()
 
 
-def own(x: Any, name: str, site: str, active: bool, held: int = 0, var: str = "") -> Any:
+def own(
+    x: Any,
+    name: str,
+    site: str,
+    active: bool,
+    within: Any = None,
+    var: str = "",
+    arrays_only: bool = False,
+) -> Any:
     """``x``, ready to be written in place through the variable ``name``.
 
     ``active``: the write is differentiated (it rebinds ``name``; the old
     object must not be observable by the user). Otherwise the write runs as
     plain Python: a copy is returned when only the AD's tape holds ``x`` too.
-    ``held``: references the write expects besides (``a[i] += v`` reads the
-    element ``a`` holds, and stores the result back there); ``var``, the
-    variable ``x`` is read from when ``name`` is such a label (``"a[i]"``).
+    ``within``: ``x`` is an element read from this container, to be stored
+    back (``a[i] += v``, ``name`` being ``"a[i]"`` and ``var`` the variable
+    holding ``x``): the container's own reference to it is expected, and for
+    an array the element is a view of the very entries the store overwrites.
+    ``arrays_only``: other objects are left to other checks (a parameter's).
     """
-    if type(x) in _IMMUTABLE:
+    if type(x) in _IMMUTABLE or (arrays_only and not isinstance(x, _ndarray)):
         return x
     # references: the caller's variable, this parameter, getrefcount's argument
-    n = sys.getrefcount(x) - _ALONE - held
+    n = sys.getrefcount(x) - _ALONE
+    if within is not None and not isinstance(within, _ndarray):
+        n -= 1  # the container's slot
     if isinstance(x, _ndarray):
         base = x.base
+        if base is not None and within is not None and base is _memory(within):
+            base = None  # a view of the array it is stored back into (a[:, 0] += 1)
         # references: the view's base pointer, this variable, getrefcount's argument
         nb = 0 if base is None else sys.getrefcount(base) - _BASE_ALONE
     else:
         base, nb = None, 0
     if n <= 0 and nb <= 0:
         return x
+    held = within is not None
     return _slow(x, base, max(n, 0), max(nb, 0), name, site, active, held, var or name)
+
+
+def _memory(a: Any) -> Any:
+    """The object owning an array's memory (numpy collapses chains of views)."""
+    return a if not isinstance(a, _ndarray) or a.base is None else a.base
 
 
 def _slow(
@@ -125,7 +150,7 @@ def _slow(
     name: str,
     site: str,
     active: bool,
-    held: int,
+    held: bool,
     var: str,
 ) -> Any:
     """Account for the ``n`` references to ``x`` beyond its variable ``var``
@@ -188,7 +213,7 @@ class _Holders:
         own_codes = {id(c) for c in frame.f_code.co_consts if isinstance(c, types.CodeType)}
         free = frame.f_code.co_freevars
         for k, v in _locals(frame):
-            if k.startswith("_ad_") and k not in free and k != self.name:
+            if k.startswith(_PREFIXES) and k not in free and k != self.name:
                 self.count(v, _DEPTH, own_codes)
                 if self.internal >= self.need:
                     return True
@@ -200,7 +225,7 @@ class _Holders:
         first = True
         while frame is not None:
             code = frame.f_code
-            generated = code.co_name == _GENERATED
+            generated = code.co_name in _GENERATED
             if generated or code.co_filename.startswith(_INTERNAL):
                 own_codes = {id(c) for c in code.co_consts if isinstance(c, types.CodeType)}
                 free = code.co_freevars  # cells of an enclosing frame: counted there, if at all
@@ -209,7 +234,7 @@ class _Holders:
                         continue
                     if first and generated and k == self.name:
                         continue  # the variable being written (or, for its base, the view)
-                    if not generated or k.startswith("_ad_"):
+                    if not generated or k.startswith(_PREFIXES):
                         if internal:
                             self.count(v, _DEPTH, own_codes)
                     elif self.holds(v, 3):
@@ -366,8 +391,16 @@ def _saved_message(name: str, site: str, users: list[str]) -> str:
 # derivative passes through.
 
 
-def _own_nested(x: Any, name: str, site: str, active: bool, held: int = 0, var: str = "") -> Any:
-    if type(x) in _IMMUTABLE or held:
+def _own_nested(
+    x: Any,
+    name: str,
+    site: str,
+    active: bool,
+    within: Any = None,
+    var: str = "",
+    arrays_only: bool = False,
+) -> Any:
+    if type(x) in _IMMUTABLE or within is not None or (arrays_only and not isinstance(x, _ndarray)):
         return x
     frame = sys._getframe(2)
     found = _Holders(x, name)
@@ -396,5 +429,5 @@ def _(config: Any, x: Any, *args: Any) -> Any:
 @frule.register(own, config=ADConfig)
 def _(
     config: Any, ḟ: Any, *args: Any
-) -> Any:  # args: the tangents, then the arguments (four to six)
+) -> Any:  # args: the tangents, then the arguments (four to seven)
     return _own_nested(*args[len(args) // 2 :]), args[0]

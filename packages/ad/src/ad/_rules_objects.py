@@ -11,6 +11,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from rules._util import unbroadcast
 from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unthunk
 
 from . import _runtime
@@ -23,6 +24,7 @@ _NO = NoTangent()
 
 __all__ = [
     "append",
+    "array_setitem",
     "find_property",
     "getattr_",
     "getattr_object",
@@ -417,12 +419,7 @@ def setitem(obj: Any, key: Any, value: Any) -> Any:
 def _(config: Any, obj: Any, key: Any, value: Any) -> Any:
     np = np_module()
     if np is not None and isinstance(obj, np.ndarray):
-        raise MutationError(
-            f"in-place assignment into a numpy array (at {_runtime.call_site()}) would corrupt "
-            "values the backward pass has saved.\n"
-            "To fix: build the array out of place (np.where, np.concatenate, np.stack, a list "
-            "then np.array), or use ad.Buffer for a buffer you fill and then copy."
-        )
+        return array_setitem(obj, key, value)
     if isinstance(obj, list):
         n = len(obj)
         obj[key] = value
@@ -452,6 +449,34 @@ def _(config: Any, obj: Any, key: Any, value: Any) -> Any:
         f"cannot differentiate item assignment into a {type(obj).__name__} "
         f"(at {_runtime.call_site()}); only lists and dicts are supported"
     )
+
+
+def array_setitem(x: Any, key: Any, value: Any) -> Any:
+    """``x[key] = value`` on an array that nothing else observes (``ad._ownership``
+    checked that before the write): differentiated as a new array, equal to ``x``
+    but at ``key``, so that values a pullback saved keep their old entries. Each
+    write copies ``x``: to fill a large array entry by entry, use ``ad.Buffer``.
+    """
+    np = np_module()
+    if isinstance(key, np.ndarray) and key.dtype.kind in "iu" and len(np.unique(key)) < key.size:
+        raise MutationError(
+            f"item assignment with repeated indices (at {_runtime.call_site()}): which write "
+            "wins is up to numpy, so its derivative is not defined.\n"
+            "To fix: index each entry once (np.unique), or build the array out of place."
+        )
+    y = x.copy()
+    y[key] = value  # numpy's own broadcasting, casting and errors
+
+    def array_setitem_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        if isinstance(ȳ, AbstractZero):
+            return (_NO, ȳ, _NO, _Z)
+        x̄ = np.array(ȳ, dtype=np.result_type(ȳ, x.dtype), copy=True)
+        x̄[key] = 0
+        v̄ = unbroadcast(value, ȳ[key])
+        return (_NO, x̄, _NO, v̄)
+
+    return y, array_setitem_pullback
 
 
 def append(lst: Any, value: Any) -> Any:

@@ -36,7 +36,8 @@ from ..errors import UnsupportedSyntaxError
 __all__ = ["BINOPS", "ITEM_UPDATE", "UNARYOPS", "normalize"]
 
 #: Set on the ``_ad_iop_<op>(t, v)`` call of ``a[i] op= v`` (or ``o.a op= v``):
-#: the source text of the target, ``t`` being its current value.
+#: the source text of the target and the container's name (``"a[i]"``, ``"a"``),
+#: ``t`` being the target's current value.
 ITEM_UPDATE = "_ad_item_update"
 
 BINOPS: dict[type, str] = {
@@ -457,7 +458,9 @@ class _Normalizer:
                 current = self.atom(load, out)
                 rhs = self.atom(s.value, out)
                 update = self.helper_call(f"_ad_iop_{op}", [current, rhs])
-                setattr(update, ITEM_UPDATE, ast.unparse(s.target))
+                container = s.target.value  # type: ignore[attr-defined]
+                if isinstance(container, ast.Name):
+                    setattr(update, ITEM_UPDATE, (ast.unparse(s.target), container.id))
                 self.assign_target(s.target, self.bind(update, out), out)
         elif isinstance(s, ast.Expr):
             if isinstance(s.value, ast.Constant):

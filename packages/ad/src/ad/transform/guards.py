@@ -49,20 +49,22 @@ def ownership_guard(
         return []
     fn = value.func.id
     first = value.args[0] if value.args else None
-    label = getattr(value, ITEM_UPDATE, None)
-    if label is not None and isinstance(first, ast.Name):
-        # ``a[i] op= v``: the element is updated in place, and ``a`` holds it too.
-        return [_own(first.id, label, 1, active, filename, line)]
+    item = getattr(value, ITEM_UPDATE, None)
+    if item is not None and isinstance(first, ast.Name):
+        # ``a[i] op= v``: the element is updated in place, and stored back into ``a``.
+        label, container = item
+        return [_own(first.id, label, container, active, filename, line)]
+    arrays_only = False
     if fn.startswith("_ad_iop_") or fn in _WRITERS:
         target = s.targets[0]
         if not (
-            isinstance(first, ast.Name)
-            and isinstance(target, ast.Name)
-            and target.id == first.id
-            and not (fn in _WRITERS and active and first.id in params)
+            isinstance(first, ast.Name) and isinstance(target, ast.Name) and target.id == first.id
         ):
             return []
         name = first.id
+        # A parameter's container may be written (argument_write_guard judges
+        # that), but an array the caller passed is the caller's too.
+        arrays_only = fn in _WRITERS and active and name in params
     else:
         out = [k.value for k in value.keywords if k.arg == "out"]
         if not (out and isinstance(out[0], ast.Name) and out[0].id in local):
@@ -70,19 +72,30 @@ def ownership_guard(
         name = out[0].id
     if name.startswith("_ad_"):
         return []
-    return [_own(name, name, 0, active, filename, line)]
+    return [_own(name, name, None, active, filename, line, arrays_only)]
 
 
-def _own(name: str, label: str, held: int, active: bool, filename: str, line: int) -> ast.stmt:
-    """``name = _ad_own(name, label, site, active[, held, name])``."""
-    args = [
+def _own(
+    name: str,
+    label: str,
+    within: str | None,
+    active: bool,
+    filename: str,
+    line: int,
+    arrays_only: bool = False,
+) -> ast.stmt:
+    """``name = _ad_own(name, label, site, active[, within, name[, arrays_only]])``."""
+    args: list[ast.expr] = [
         at(ast.Name(id=name, ctx=ast.Load()), line),
         at(ast.Constant(label), line),
         at(ast.Constant(f"{filename}:{line}"), line),
         at(ast.Constant(active), line),
     ]
-    if held:
-        args += [at(ast.Constant(held), line), at(ast.Constant(name), line)]
+    if within is not None or arrays_only:
+        container = ast.Name(id=within, ctx=ast.Load()) if within else ast.Constant(None)
+        args += [at(container, line), at(ast.Constant(name), line)]
+    if arrays_only:
+        args.append(at(ast.Constant(True), line))
     store = at(ast.Name(id=name, ctx=ast.Store()), line)
     return at(ast.Assign(targets=[store], value=_call("_ad_own", *args, line=line)), line)
 
