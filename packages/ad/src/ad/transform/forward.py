@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import copy
 import types
+from collections.abc import Callable
 
 from ..errors import UnsupportedSyntaxError
 from ._nodes import FAST_OPS, TYPE_PARAMS, Z, forget_shared, plain
@@ -31,9 +32,9 @@ from ._nodes import assign as _assign
 from ._nodes import call as _call
 from ._nodes import name as _n
 from ._nodes import tuple_ as _tuple
-from .activity import loaded_names, param_names, stored_names, value_is_active
+from .activity import loaded_names, param_names, value_is_active
 from .compiled import Compiled, signature_of
-from .guards import argument_write_guard, ownership_guard, returned_names
+from .guards import argument_write_guard, local_names, ownership_guard, returned_names
 from .source import register_generated
 
 __all__ = ["build_forward", "generate_forward", "t"]
@@ -62,7 +63,7 @@ class _Gen:
         # Set by generate_forward: the same guards on shared objects as reverse mode.
         self.params: frozenset[str] = frozenset()
         self.mutable_params: frozenset[str] = frozenset()
-        self.local: frozenset[str] = frozenset()
+        self.local: Callable[[], frozenset[str]] = frozenset
 
     def fresh(self) -> str:
         self.counter += 1
@@ -253,7 +254,7 @@ def generate_forward(
     params = param_names(fn)
     gen.params = frozenset(params)
     gen.mutable_params = returned_names(fn)
-    gen.local = frozenset(stored_names(fn))
+    gen.local = local_names(fn)
     prologue: list[ast.stmt] = []
     if params:
         store = _tuple([_n(t(p), True) for p in params], store=True)

@@ -9,6 +9,7 @@ instead of a silently wrong derivative.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from ._nodes import at
 from ._nodes import call as _call
@@ -17,6 +18,7 @@ from .anf import ITEM_UPDATE
 
 __all__ = [
     "argument_write_guard",
+    "local_names",
     "ownership_guard",
     "rebound_names",
     "returned_names",
@@ -31,12 +33,16 @@ _WRITERS = frozenset(["_ad_setitem", "_ad_setattr", "_ad_append"])
 
 
 def ownership_guard(
-    s: ast.Assign, active: bool, params: frozenset[str], local: frozenset[str], filename: str
+    s: ast.Assign,
+    active: bool,
+    params: frozenset[str],
+    local: Callable[[], frozenset[str]],
+    filename: str,
 ) -> list[ast.stmt]:
     """``x = _ad_own(x, "x", site, active)`` before a statement that writes
     into the object bound to the local ``x`` in place: ``x op= y``
     (``_ad_iop_*``), an item, attribute or ``append`` write, or a call with
-    ``out=x``.
+    ``out=x`` (``local()``: the names the function binds).
 
     ``_ad_own`` (``ad._ownership``) refuses the write when something the user
     can observe holds that object too, and gives an undifferentiated write a
@@ -67,7 +73,7 @@ def ownership_guard(
         arrays_only = fn in _WRITERS and active and name in params
     else:
         out = [k.value for k in value.keywords if k.arg == "out"]
-        if not (out and isinstance(out[0], ast.Name) and out[0].id in local):
+        if not (out and isinstance(out[0], ast.Name) and out[0].id in local()):
             return []
         name = out[0].id
     if name.startswith("_ad_"):
@@ -98,6 +104,18 @@ def _own(
         args.append(at(ast.Constant(True), line))
     store = at(ast.Name(id=name, ctx=ast.Store()), line)
     return at(ast.Assign(targets=[store], value=_call("_ad_own", *args, line=line)), line)
+
+
+def local_names(fn: ast.FunctionDef) -> Callable[[], frozenset[str]]:
+    """``ownership_guard``'s ``local``: the names ``fn`` binds, found on first use."""
+    found: list[frozenset[str]] = []
+
+    def local() -> frozenset[str]:
+        if not found:
+            found.append(frozenset(stored_names(fn)))
+        return found[0]
+
+    return local
 
 
 def argument_write_guard(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import copy
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .._fused import REDUCTIONS
@@ -40,7 +41,13 @@ from .activity import (
 )
 from .codegen import mark_located
 from .fuse import Region, emit, find_regions, module_attribute
-from .guards import argument_write_guard, ownership_guard, rebound_names, returned_names
+from .guards import (
+    argument_write_guard,
+    local_names,
+    ownership_guard,
+    rebound_names,
+    returned_names,
+)
 from .inline import inline_adjoint, inline_op
 from .simplify import simplify_adjoint
 
@@ -198,7 +205,7 @@ class _Gen:
     rebound: frozenset[str] = frozenset()  # names bound more than once (or in a loop)
     params: frozenset[str] = frozenset()
     mutable_params: frozenset[str] = frozenset()  # parameters the function may mutate
-    local: frozenset[str] = frozenset()  # names the function binds
+    local: Callable[[], frozenset[str]] = frozenset  # names the function binds (lazily)
     releasable: frozenset[str] = frozenset()  # temporaries the primal may drop when dead
     pure: bool = False  # the differentiable form (see ``generate``)
     callees: frozenset[str] = frozenset()  # names of plain Python functions (inactive_mask)
@@ -951,7 +958,7 @@ def generate(
         rebound=rebound_names(fn),
         params=frozenset(param_names(fn)),
         mutable_params=mutable_params | returned_names(fn),
-        local=frozenset(stored_names(fn)),
+        local=local_names(fn),
         releasable=_single_temporaries(fn.body),
         pure=pure,
         body=fn.body,

@@ -220,16 +220,25 @@ def _find_def(tree: ast.AST, code: types.CodeType) -> ast.FunctionDef | None:
     """The ``def`` that compiled to ``code``: the one of its name that starts on its
     first line (its first decorator's line, if any), never merely the first one of
     that name (a function redefined, or nested functions of the same name)."""
+    top = getattr(tree, "body", [None])[0]  # the block parsed is the def's, usually
+    if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) and _starts(top, code):
+        return top
     named = [
         n
         for n in ast.walk(tree)
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == code.co_name
     ]
     for n in named:
-        first = min([n.lineno] + [d.lineno for d in n.decorator_list])
-        if first == code.co_firstlineno:
+        if _starts(n, code):
             return n
     return named[0] if len(named) == 1 else None
+
+
+def _starts(node: ast.FunctionDef | ast.AsyncFunctionDef, code: types.CodeType) -> bool:
+    """Whether ``node`` is named as ``code`` and starts on its first line (its first
+    decorator's, if any)."""
+    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    return node.name == code.co_name and first == code.co_firstlineno
 
 
 def _code_signature(code: types.CodeType) -> tuple:
