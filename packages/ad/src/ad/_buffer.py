@@ -53,8 +53,8 @@ class Buffer:
     array([[1, 1, 1, 1, 1],
            [2, 2, 2, 2, 2],
            [3, 3, 3, 3, 3]])
-    >>> ad.gradient(lambda x: np.sum(vstack(x)), [1, 2, 3])
-    (array([5., 5., 5.]),)
+    >>> ad.gradient(lambda x: np.sum(vstack(x)), [1, 2, 3])   # a list gets a list
+    ([5.0, 5.0, 5.0],)
     """
 
     __slots__ = ("_data", "_frozen", "_version", "dtype", "ndim", "shape", "size")
