@@ -612,3 +612,40 @@ def test_item_assignment_keeps_the_arrays_dtype():
     y, back = ad.pullback(f, x)
     assert y.dtype == np.float32
     np.testing.assert_allclose(back(np.ones(3, dtype=np.float32))[0], [2.0, 2.0, 0.0])
+
+
+# --- x op= y takes the operators' fast paths --------------------------------------------
+
+
+def every_update_on_floats(x):
+    r = 1.0
+    for _ in range(3):
+        r *= x[0]
+        r += x[1]
+        r /= 1.5
+        r -= 0.1
+        r **= 2
+    return r
+
+
+def every_update_on_arrays(x):
+    acc = x * 1.0
+    acc *= x
+    acc /= 1.0 + x
+    acc -= x[::-1]
+    acc **= 2
+    acc += np.float64(0.5)
+    m = np.outer(x, x)
+    m += x  # broadcast into m's shape
+    m *= x[:, None]
+    return np.sum(acc) + np.sum(m)
+
+
+@pytest.mark.parametrize(
+    "f", [every_update_on_floats, every_update_on_arrays], ids=lambda f: f.__name__
+)
+def test_augmented_assignment_through_the_fast_paths(f):
+    x = np.array([0.5, 1.2, 2.0])
+    check_both_modes(f, x)
+    np.testing.assert_allclose(ad.hessian(f, x), fd_hessian(f, x), rtol=1e-5, atol=1e-5)
+    assert "_ad_fasti_iop_" in ad.code_adjoint(f, x)

@@ -38,6 +38,7 @@ from ._rules_objects import (
     append,
     getattr_,
     getattr_object,
+    inplace_fast,
     inplace_helper,
     setattr_,
     setattr_object,
@@ -104,3 +105,7 @@ for _op in [*BINOPS.values(), *UNARYOPS.values()]:
 for _op in BINOPS.values():
     if _op != "matmul" or hasattr(operator, "imatmul"):
         HELPERS[f"_ad_iop_{_op}"] = inplace_helper(_op)
+        if f"_ad_fasti_{_op}" in FAST_HELPERS:  # transform.inline.fast_helper
+            HELPERS[f"_ad_fasti_iop_{_op}"] = inplace_fast(
+                FAST_HELPERS[f"_ad_fasti_{_op}"], HELPERS[f"_ad_iop_{_op}"]
+            )

@@ -28,6 +28,7 @@ __all__ = [
     "find_property",
     "getattr_",
     "getattr_object",
+    "inplace_fast",
     "inplace_helper",
     "read_route",
     "setattr_",
@@ -536,6 +537,31 @@ def inplace_helper(op: str) -> Callable:
     rrule.register(iop, config=ADConfig)(iop_rule)
     iop.inplace = inplace  # type: ignore[attr-defined]
     return iop
+
+
+def inplace_fast(fasti: Callable, iop: Callable) -> Callable:
+    """``x op= y`` for the generated code's fast path (``_ad_fasti_iop_<op>``):
+    on numbers, and on an array whose shape and dtype the result keeps, the
+    same program as ``x = x op y`` (``ad._ownership`` made sure nothing else
+    observes ``x``), so ``fasti``'s tape entries serve; lists, user objects and
+    updates numpy would cast or refuse take ``iop``'s rule."""
+    np = np_module()
+    ndarray = np.ndarray
+    numbers_ = (float, int, complex, np.float64, np.float32, np.complex128)
+
+    def fasti_iop(x: Any, y: Any) -> Any:
+        kind = type(x)
+        if kind is ndarray:
+            out = fasti(x, y)
+            z = out[0]
+            if type(z) is ndarray and z.shape == x.shape and z.dtype == x.dtype:
+                return out
+        elif kind in numbers_:
+            return fasti(x, y)
+        return _runtime.rcall(iop, x, y)
+
+    fasti_iop.__name__ = fasti_iop.__qualname__ = f"fasti_{iop.__name__}"
+    return fasti_iop
 
 
 def same_array_kind(z: Any, x: Any) -> bool:

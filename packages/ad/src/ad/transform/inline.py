@@ -18,7 +18,7 @@ from ._nodes import call as _call
 from ._nodes import const as _const
 from ._nodes import load as _ln
 
-__all__ = ["inline_adjoint", "inline_op"]
+__all__ = ["arithmetic", "fast_helper", "inline_adjoint", "inline_op"]
 
 _INLINE_OPS = {"add": ast.Add, "sub": ast.Sub, "mul": ast.Mult, "truediv": ast.Div, "pow": ast.Pow}
 _Name, _Constant, _BinOp, _Compare = ast.Name, ast.Constant, ast.BinOp, ast.Compare
@@ -44,6 +44,27 @@ def _float_test(op: str, operands: list[ast.expr], line: int) -> ast.expr:
     return at(_Compare(types[0], [_IS] * len(types), [kind, *types[1:]]), line)
 
 
+def arithmetic(func: ast.expr) -> str | None:
+    """The operator ``func`` calls (``"mul"``) for ``_ad_op_mul`` and the in-place
+    ``_ad_iop_mul``, else None. On the numbers and arrays the fast helper takes
+    (``_ad_fasti_iop_mul``: Python numbers, arrays keeping their shape and dtype,
+    after ``ad._ownership``), ``x *= y`` is the same program as ``x = x * y``."""
+    if type(func) is not _Name:
+        return None
+    name = func.id  # type: ignore[attr-defined]
+    if name.startswith("_ad_op_"):
+        return name[7:]
+    if name.startswith("_ad_iop_") and name[8:] in _INLINE_OPS:
+        return name[8:]
+    return None
+
+
+def fast_helper(func: ast.Name) -> str:
+    """The helper that computes ``func``'s operator on arrays with a tape entry."""
+    op = arithmetic(func)
+    return ("_ad_fasti_iop_" if func.id.startswith("_ad_iop_") else "_ad_fasti_") + str(op)
+
+
 def inline_op(value: ast.Call, target: ast.expr, line: int) -> tuple | None:
     """(condition, value, tape entry) for arithmetic to inline on Python floats, or None.
 
@@ -52,9 +73,9 @@ def inline_op(value: ast.Call, target: ast.expr, line: int) -> tuple | None:
     constant integer ``n >= 1``. Every new node has location ``line``.
     """
     func = value.func
-    if not (isinstance(func, ast.Name) and func.id.startswith("_ad_op_")) or value.keywords:
+    op = arithmetic(func)
+    if op is None or value.keywords:
         return None
-    op = func.id[7:]
     if not isinstance(target, ast.Name) or not (op in _INLINE_OPS or op == "neg"):
         return None
     args = value.args

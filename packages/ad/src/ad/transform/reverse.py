@@ -48,7 +48,7 @@ from .guards import (
     rebound_names,
     returned_names,
 )
-from .inline import inline_adjoint, inline_op
+from .inline import arithmetic, fast_helper, inline_adjoint, inline_op
 from .simplify import simplify_adjoint
 
 __all__ = ["generate"]
@@ -589,7 +589,7 @@ class _Gen:
         if inline is not None:
             # The adjoint handles tape entries (partials), so the helper may return
             # them instead of a pullback: it does for same-shape float arrays.
-            rcall = at(_Call(_ln("_ad_fasti_" + func.id[7:], line), value.args, []), line)
+            rcall = at(_Call(_ln(fast_helper(func), line), value.args, []), line)
         elif value.keywords:
             rcall = at(
                 _Call(
@@ -691,7 +691,8 @@ class _Gen:
         for i, slot in enumerate(slots):
             writes.setdefault(slot.id, []).append((slots, i))
         if inline is not None:
-            inner[1], partials = inline_adjoint(func.id[7:], seed, used, inner[1], value.args, line)  # type: ignore[union-attr]
+            op = arithmetic(func)
+            inner[1], partials = inline_adjoint(op, seed, used, inner[1], value.args, line)  # type: ignore[arg-type]
             for st in partials:
                 writes[st.targets[0].id].append((st.targets, 0))  # type: ignore[attr-defined]
         if depth == 0 and self.pure:
