@@ -133,8 +133,7 @@ def own(
         base, nb = None, 0
     if n <= 0 and nb <= 0:
         return x
-    held = within is not None
-    return _slow(x, base, max(n, 0), max(nb, 0), name, site, active, held, var or name)
+    return _slow(x, base, max(n, 0), max(nb, 0), name, site, active, within, var or name)
 
 
 def _memory(a: Any) -> Any:
@@ -150,7 +149,7 @@ def _slow(
     name: str,
     site: str,
     active: bool,
-    held: bool,
+    within: Any,
     var: str,
 ) -> Any:
     """Account for the ``n`` references to ``x`` beyond its variable ``var``
@@ -163,10 +162,8 @@ def _slow(
         if active:
             return x
         return x.copy() if isinstance(x, _ndarray) else copy.copy(x)
-    found = _Holders(x, var)
+    found = _Holders(x, var, within=within)
     found.search(frame)
-    if held:  # the container's variable holds the element the write expects
-        found.users = []
     unexplained = n - found.internal - len(found.users)
     if nb:
         # The memory belongs to ``base``: every holder of base sees the write.
@@ -194,10 +191,17 @@ class _Holders:
     (itself, in a container or object, or a view of it)."""
 
     def __init__(
-        self, target: Any, name: str | None, need: int | None = None, view: Any = None
+        self,
+        target: Any,
+        name: str | None,
+        need: int | None = None,
+        view: Any = None,
+        within: Any = None,
     ) -> None:
         self.target = target
         self.name = name
+        # ``within``: the container the target is stored back into (its slot is expected)
+        self.within = within
         # ``need``: the quick search, which stops once this many are found
         self.quick = need is not None
         self.need = (1 << 62) if need is None else need
@@ -232,7 +236,11 @@ class _Holders:
                 for k, v in _locals(frame):
                     if k in free:
                         continue
-                    if first and generated and k == self.name:
+                    if (
+                        first
+                        and generated
+                        and (k == self.name or (self.within is not None and v is self.within))
+                    ):
                         continue  # the variable being written (or, for its base, the view)
                     if not generated or k.startswith(_PREFIXES):
                         if internal:
