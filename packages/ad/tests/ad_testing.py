@@ -29,6 +29,29 @@ def same_bits(a: Any, b: Any) -> None:
         assert a == b or (a != a and b != b)
 
 
+def fd_gradient(f: Any, *args: Any, h: float = 1e-6) -> tuple:
+    """Central differences of the real-valued ``f`` in each argument (floats or
+    arrays; each array entry perturbed in turn, the other arguments as given)."""
+    out: list[Any] = []
+    for i, x in enumerate(args):
+        if isinstance(x, float):
+            a, b = list(args), list(args)
+            a[i], b[i] = x + h, x - h
+            out.append((f(*a) - f(*b)) / (2 * h))
+            continue
+        x = np.asarray(x, dtype=float)
+        g = np.zeros_like(x)
+        for k in np.ndindex(x.shape):
+            xp, xm = x.copy(), x.copy()
+            xp[k] += h
+            xm[k] -= h
+            a, b = list(args), list(args)
+            a[i], b[i] = xp, xm
+            g[k] = (f(*a) - f(*b)) / (2 * h)
+        out.append(g)
+    return tuple(out)
+
+
 def fd_hessian(f: Any, x: Any, h: float = 1e-5) -> np.ndarray:
     """Central differences of ``ad.gradient``, column by column (``x`` flattened in C order)."""
     x = np.asarray(x, dtype=float)

@@ -15,34 +15,13 @@ import collections
 
 import numpy as np
 import pytest
+from ad_testing import fd_gradient as fd_grad
 from ad_testing import fd_hessian
 
 import ad
 
 RTOL = 1e-5
 ATOL = 1e-7
-
-
-def fd_grad(f, *args, h=1e-6):
-    """Central differences of the real-valued ``f`` in each argument (floats or arrays)."""
-    out = []
-    for i, x in enumerate(args):
-        if isinstance(x, float):
-            a, b = list(args), list(args)
-            a[i], b[i] = x + h, x - h
-            out.append((f(*a) - f(*b)) / (2 * h))
-            continue
-        x = np.asarray(x, dtype=float)
-        g = np.zeros_like(x)
-        for k in np.ndindex(x.shape):
-            xp, xm = x.copy(), x.copy()
-            xp[k] += h
-            xm[k] -= h
-            a, b = list(args), list(args)
-            a[i], b[i] = xp, xm
-            g[k] = (f(*a) - f(*b)) / (2 * h)
-        out.append(g)
-    return tuple(out)
 
 
 def fd_jvp(f, args, tangents, h=1e-6):
