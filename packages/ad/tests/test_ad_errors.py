@@ -85,16 +85,16 @@ def uses_global(x):
     return x
 
 
-def uses_try(x):
+def returns_from_finally(x):
     try:
-        return math.log(x)
-    except ValueError:
-        return 0.0
+        x = math.log(x)
+    finally:
+        return x  # noqa: B012  (discards the exception: refused)
 
 
 @pytest.mark.parametrize(
     "f, what",
-    [(gen, "yield"), (uses_global, "global"), (uses_try, "try")],
+    [(gen, "yield"), (uses_global, "global"), (returns_from_finally, "return")],
 )
 def test_unsupported_syntax_names_file_and_line(f, what):
     with pytest.raises(ad.UnsupportedSyntaxError, match=rf"{HERE}:\d+: in {f.__name__}: `{what}`"):

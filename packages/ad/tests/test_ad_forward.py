@@ -592,11 +592,13 @@ def test_builtin_without_frule_names_function_and_line():
 def test_unsupported_syntax_is_reported_with_file_and_line():
     def f(x):
         try:
-            return x
-        except ValueError:
-            return 0.0
+            x = x * 2.0
+        finally:
+            return x  # noqa: B012  (discards the exception: refused)
 
-    with pytest.raises(ad.UnsupportedSyntaxError, match=r"test_ad_forward.py:\d+: .*`try`"):
+    with pytest.raises(
+        ad.UnsupportedSyntaxError, match=r"test_ad_forward.py:\d+: .*`return` in a `finally`"
+    ):
         ad.jvp(f, (1.0,), (1.0,))
 
 

@@ -110,7 +110,6 @@ REVERSE_OVER_REVERSE_GAPS = {
     "slogdet": "slogdet's pullback builds a dict with dict(...)",
     "star_call": "a call with *args builds its keywords with dict(...)",
     "sort": "sort's pullback scatters with np.put_along_axis (no rule)",
-    "sum_axis_keyword": "numpy's normalize_axis_tuple (a try block) in sum(axis=...)'s pullback",
 }
 
 

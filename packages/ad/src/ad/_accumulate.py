@@ -25,8 +25,9 @@ try:
     import numpy as _numpy
 
     _ndarray: Any = _numpy.ndarray
+    _float64: Any = _numpy.float64
 except ImportError:  # pragma: no cover - ad depends on numpy
-    _ndarray = None
+    _ndarray = _float64 = None
 
 __all__ = ["acc", "field_ct", "fn_tangent", "kw_ct", "tuple_ct"]
 
@@ -42,6 +43,8 @@ def acc(a: Any, b: Any) -> Any:
     to a zero stay lazy.
     """
     if type(a) is float and type(b) is float:  # scalar code: the common case
+        return a + b
+    if type(a) is _float64 and type(b) is _float64:  # numpy scalar code (v.sum(), v[i])
         return a + b
     if isinstance(b, AbstractZero):
         return a

@@ -21,7 +21,8 @@ from rulescore import (
 from ._cotangents import from_user
 from ._fused import NOVALUE
 from ._params import Params, params_pullback, params_withgradient
-from ._runtime import ONCE, call_function, rcall
+from ._runtime import ONCE, _handoff, _token, call_function, rcall, rcall_kw
+from ._state import scope as state_scope
 from .errors import NonScalarOutputError
 
 __all__ = ["code_adjoint", "gradient", "pullback", "user_results", "withgradient"]
@@ -46,13 +47,72 @@ class WithGradient(NamedTuple):
     grad: tuple
 
 
-def _top_call(f: Callable, args: tuple, novalue: bool = False) -> tuple[Any, Callable]:
+def _top_call(
+    f: Callable, args: tuple, novalue: bool = False, kwargs: dict | None = None
+) -> tuple[Any, Callable]:
+    """``f(*args, **kwargs)`` and its pullback: one differentiation's forward pass."""
+    with state_scope():
+        return _unscoped_top_call(f, args, novalue, kwargs)
+
+
+def _unscoped_top_call(
+    f: Callable, args: tuple, novalue: bool = False, kwargs: dict | None = None
+) -> tuple[Any, Callable]:
     # At the top level nobody asks for f's own tangent: captured variables
     # are constants, so work that only feeds them is never done. ``novalue``: nor
     # for the value (``gradient``), which a fused sum that is returned may skip.
+    if kwargs:
+        return _keyword_call(f, args, kwargs)
     if type(f) is _FunctionType and f not in _RRULES:
         return call_function(f, args, None, False, novalue=novalue)
     return rcall(f, *args)
+
+
+def _keyword_call(f: Callable, args: tuple, kwargs: dict) -> tuple[Any, Callable]:
+    """``f(*args, **kwargs)`` differentiated with respect to ``args`` only: the
+    pullback returns ``(∂f, ∂args...)``, as without keywords. A Python function's
+    parameters that the keywords fill start inactive (see ``rcall_masked``), so
+    nothing is computed for them; the rest (keyword-only parameters, ``**kw``)
+    are differentiated and their cotangents dropped."""
+    if type(f) is _FunctionType and f not in _RRULES:
+        y, pb = call_function(f, args, kwargs, False, inactive=_keyword_mask(f, kwargs))
+    else:
+        y, pb = rcall_kw(f, args, kwargs)
+    n = 1 + len(args)
+
+    def keyword_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+        if ONCE.expect is not None:
+            _handoff(pb, _once)
+        return pb(ȳ)[:n]
+
+    return y, keyword_pullback
+
+
+def _keyword_mask(f: types.FunctionType, kwargs: dict) -> int:
+    """The bits of ``f``'s positional parameters that ``kwargs`` fills."""
+    code = f.__code__
+    names = code.co_varnames[: code.co_argcount]
+    mask = 0
+    for i, name in enumerate(names):
+        if name in kwargs:
+            mask |= 1 << i
+    return mask
+
+
+def bind_keywords(f: Callable, kwargs: dict) -> Callable:
+    """``f`` with ``kwargs`` bound, for the entry points that pass no keywords further
+    down (``Params``, ``hessian``, nested differentiation): a Python closure, whose
+    ``f(*args, **kwargs)`` every mode follows (nested differentiation does not
+    follow a ``functools.partial``). Its captured variables are ``f`` and
+    ``kwargs``: a caller that needs ``f``'s own tangent reads field ``"f"``."""
+    if not kwargs:
+        return f
+
+    def with_keywords(*args: Any) -> Any:
+        return f(*args, **kwargs)
+
+    with_keywords.__name__ = getattr(f, "__name__", "with_keywords")
+    return with_keywords
 
 
 def to_user(ct: Any) -> Any:
@@ -159,20 +219,24 @@ def _field_to_user(v: Any) -> Any:
     return to_user(v)
 
 
-def pullback(f: Callable, *args: Any) -> tuple[Any, Callable]:
-    """The value of ``f(*args)`` and a function mapping an output cotangent to the
-    arguments' cotangents (a tuple, ``None`` where no gradient flows).
+def pullback(f: Callable, /, *args: Any, **kwargs: Any) -> tuple[Any, Callable]:
+    """The value of ``f(*args, **kwargs)`` and a function mapping an output
+    cotangent to the positional arguments' cotangents (a tuple, ``None`` where no
+    gradient flows). Keyword arguments are passed to ``f`` and not differentiated.
 
     >>> import numpy as np
     >>> y, back = pullback(lambda x: x * 2.0, np.array([1.0, 2.0]))
     >>> back(np.array([1.0, 10.0]))
     (array([ 2., 20.]),)
+    >>> y, back = pullback(lambda x, scale: x * scale, 3.0, scale=5.0)
+    >>> y, back(1.0)
+    (15.0, (5.0,))
 
     See also: gradient, withgradient.
     """
     if len(args) == 1 and isinstance(args[0], Params):  # implicit parameters
-        return params_pullback(f, args[0])
-    y, pb = _top_call(f, args)
+        return params_pullback(bind_keywords(f, kwargs), args[0])
+    y, pb = _top_call(f, args, kwargs=kwargs)
 
     def back(ȳ: Any) -> tuple:
         return user_results(pb(from_user(ȳ)), args, ȳ)
@@ -220,7 +284,7 @@ def _seed(y: Any, f: Callable) -> Any:
     return 1.0
 
 
-def gradient(f: Callable, *args: Any) -> tuple:
+def gradient(f: Callable, /, *args: Any, **kwargs: Any) -> tuple:
     """The gradient of a real-valued ``f`` at ``args``: one entry per argument.
 
     Entries are floats, complex numbers (``∂f/∂re + i ∂f/∂im``) or arrays for
@@ -232,31 +296,44 @@ def gradient(f: Callable, *args: Any) -> tuple:
     >>> gradient(lambda a, b: a * b, 2.0, 3.0)
     (3.0, 2.0)
 
+    Keyword arguments are passed to ``f`` and not differentiated (constants,
+    like ``argnums`` left out in JAX); ``f`` is positional-only, so even a
+    keyword named ``f`` goes to the function:
+
+    >>> def loss(w, target=0.0, weight=1.0):
+    ...     return weight * (w - target) ** 2
+    >>> gradient(loss, 3.0, target=1.0, weight=0.5)
+    (2.0,)
+
     The value itself is not returned, and work that only computes it may be
     skipped: a fused numpy sum the function returns (see the README's "How it
     works") computes only what its derivative needs.
 
     See also: withgradient, pullback, jacobian.
     """
-    return _withgradient(f, args, novalue=True).grad
+    return _withgradient(f, args, novalue=True, kwargs=kwargs).grad
 
 
-def withgradient(f: Callable, *args: Any) -> WithGradient:
-    """``(val=f(*args), grad=gradient)``. When ``f`` returns a tuple, the first
-    element is differentiated (the rest are auxiliary outputs); for a dict,
-    the first value.
+def withgradient(f: Callable, /, *args: Any, **kwargs: Any) -> WithGradient:
+    """``(val=f(*args, **kwargs), grad=gradient)``. When ``f`` returns a tuple, the
+    first element is differentiated (the rest are auxiliary outputs); for a dict,
+    the first value. Keyword arguments are passed to ``f``, not differentiated.
 
     >>> withgradient(lambda x: (x * x, "aux"), 3.0)
     WithGradient(val=(9.0, 'aux'), grad=(6.0,))
+    >>> withgradient(lambda x, p=1: x**p, 3.0, p=3)
+    WithGradient(val=27.0, grad=(27.0,))
     """
-    return _withgradient(f, args)
+    return _withgradient(f, args, kwargs=kwargs)
 
 
-def _withgradient(f: Callable, args: tuple, novalue: bool = False) -> WithGradient:
+def _withgradient(
+    f: Callable, args: tuple, novalue: bool = False, kwargs: dict | None = None
+) -> WithGradient:
     """``withgradient``; with ``novalue`` (``gradient``), ``val`` may be ``NOVALUE``."""
     if len(args) == 1 and isinstance(args[0], Params):  # implicit parameters
-        return params_withgradient(f, args[0])
-    y, pb = _top_call(f, args, novalue)
+        return params_withgradient(bind_keywords(f, kwargs or {}), args[0])
+    y, pb = _top_call(f, args, novalue, kwargs)
     if y is NOVALUE:  # a returned fused sum that skipped its value: a float
         return WithGradient(y, user_results(_call_once(pb, 1.0), args))
     seed = _SEEDS.get(y.__class__)

@@ -1,7 +1,8 @@
 """Specialised calls for scalar code, the hottest path of the AD.
 
-Two fast paths, both taken only for Python floats (and ints for arithmetic),
-and only while dispatch would still pick the built-in rule for them:
+Two fast paths, both taken for Python floats (and ints for arithmetic) and
+numpy's float64 and float32 scalars, and only while dispatch would still pick
+the built-in rule for them:
 
 * arithmetic: the reverse pass emits ``_ad_fast_mul(a, b)`` instead of
   ``_ad_rcall(operator.mul, a, b)``; the helper computes the value and a
@@ -13,6 +14,16 @@ and only while dispatch would still pick the built-in rule for them:
 Registering any rule re-checks which fast paths are still valid (a user rule
 or an ``opt_out`` for these types turns them off). Anything else goes
 through ``rcall`` unchanged.
+
+numpy scalars (``np.float64(1.5) * x``, ``s = v.sum()``, ``v[i]``) take the
+helpers below (the inline test in the generated code is for Python floats):
+an operation whose operands are numpy scalars of one type ``T`` (float64 or
+float32) and Python numbers computes in numpy (the result is numpy's: ``T``)
+and keeps the same tape entry as floats, its values converted to ``T``, so
+every partial ``ȳ * entry`` is a ``T`` whatever ``ȳ``'s type: an ``np.float64``
+variable's cotangent stays an ``np.float64`` and a float32 one a float32, as the
+rules' projection gives. A Python float operand of such an operation gets a
+``T`` cotangent too (the rule would give a float: for float64, the same value).
 """
 
 from __future__ import annotations
@@ -45,6 +56,11 @@ _table = rrule.table
 
 # Validity flags, recomputed by _refresh after every registration.
 _ADD = _SUB = _MUL = _DIV = _POW = _NEG = False
+_F64 = np.float64
+_F32 = np.float32
+#: Per operator, the numpy scalar types whose rules (with each other and with
+#: Python numbers) are still the built-in ones (see ``numpy_scalar_kind``).
+_NP_SCALARS: dict[Any, frozenset] = {}
 
 
 class _Flags:
@@ -105,6 +121,8 @@ def _refresh() -> None:
     FLAGS.truediv, FLAGS.pow = _DIV, _POW
     for op in _OPERATORS:
         setattr(FLOAT_PATHS, op, float if getattr(FLAGS, op) else _NoFastPath)
+    for f in (*_BINARY, operator.neg):
+        _NP_SCALARS[f] = frozenset(t for t in (_F64, _F32) if _builtin_scalar_rules(f, t))
     arr = np.ndarray
     FLAGS.arrays = frozenset(
         [f for f in _BINARY if f is not operator.pow and _builtin_rule(f, (arr, arr))]
@@ -129,6 +147,117 @@ def _refresh() -> None:
     _SCALAR.clear()
 
 
+def _builtin_scalar_rules(f: Any, t: type) -> bool:
+    """Whether ``f``'s rules for the numpy scalar type ``t`` with itself and with
+    Python numbers (either side) are the built-in arithmetic."""
+    if f is operator.neg:
+        return _builtin_rule(f, (t,))
+    others = (t, float, int)
+    return all(_builtin_rule(f, p) for u in others for p in ((t, u), (u, t)))
+
+
+def numpy_scalar_kind(a: Any, b: Any, f: Any) -> Any:
+    """``T`` when the operands of ``f`` are numpy scalars of the one type ``T``
+    (float64 or float32, at least one of them) and Python floats or ints, and
+    ``f``'s fast path is valid for ``T``; else None. numpy computes such an
+    operation in ``T`` (a Python number is weak, NEP 50) and returns a ``T``.
+
+    >>> numpy_scalar_kind(np.float64(2.0), 3, operator.mul)
+    <class 'numpy.float64'>
+    >>> numpy_scalar_kind(np.float32(2.0), np.float64(3.0), operator.mul) is None
+    True
+    """
+    ta, tb = type(a), type(b)
+    t = ta if ta is _F64 or ta is _F32 else tb
+    if (
+        (ta is t or ta is _float or ta is _int)
+        and (tb is t or tb is _float or tb is _int)
+        and t in _NP_SCALARS[f]
+    ):
+        return t
+    return None
+
+
+#: The numpy scalar types ``numpy_scalar_call`` takes.
+NUMPY_SCALARS = frozenset([_F64, _F32])
+
+
+def numpy_scalar_call(f: Any, args: tuple) -> Any:
+    """``(y, pullback)`` for a function defined with ``scalar_rule`` (``math.sin``...)
+    on numpy float64 or float32 scalars and Python floats, from the rule's partials
+    as ``_runtime`` does for floats; None when the rule that dispatch picks for
+    these types has no partials, or the value or a partial is not a real number.
+    Each argument's cotangent is computed as the rule computes it, ``ȳ * p``, then
+    given the argument's type (``ProjectTo``'s conversion).
+
+    >>> y, pb = numpy_scalar_call(math.sin, (np.float64(0.0),))
+    >>> type(y).__name__, pb(1.0)
+    ('float', (NoTangent(), np.float64(1.0)))
+    """
+    n = len(args)
+    key = (f, type(args[0])) if n == 1 else (f, *map(type, args))
+    partials = _SCALAR.get(key, _UNKNOWN)
+    if partials is _UNKNOWN:
+        partials = _numpy_scalar_partials(f, key[1:])
+        _SCALAR[key] = partials
+    if partials is None:
+        return None
+    y = f(*args)
+    if not isinstance(y, _float):  # a complex value (cmath), an int (round)
+        return None
+    p = partials(*args, y)
+    if n == 1:
+        if type(p) is tuple:
+            (p,) = p
+        if not isinstance(p, _float):
+            return None
+        return y, _NumpyScalarCallPullback((p, key[1], f, args))
+    if type(p) is not tuple or len(p) != n or not all(isinstance(q, _float) for q in p):
+        return None
+    return y, _NumpyScalarCallPullbackN((p, key[1:], f, args))
+
+
+_UNKNOWN = object()
+
+
+def _numpy_scalar_partials(f: Any, types: tuple) -> Any:
+    """The partials of the ``scalar_rule`` dispatch picks for ``f`` at ``types``, or None."""
+    if not all(t in NUMPY_SCALARS or t is _float for t in types):
+        return None
+    r = _table.lookup(f, types, ADConfig)
+    return getattr(r.impl, "scalar_partials", None) if r is not None else None
+
+
+class _NumpyScalarCallPullback(tuple):
+    """``(p, t, f, args)``: the pullback of ``numpy_scalar_call`` for one argument of
+    type ``t``, ``t(ȳ · p)``; a cotangent that is not a real float goes through the
+    rule itself."""
+
+    __slots__ = ()
+
+    def __call__(self, ȳ: Any) -> tuple:
+        tȳ = type(ȳ)
+        if tȳ is _float or tȳ is _F64:
+            return (_NO, self[1](ȳ * self[0]))
+        return rrule(_CONFIG, self[2], *self[3])[1](ȳ)
+
+
+class _NumpyScalarCallPullbackN(tuple):
+    """``(partials, types, f, args)``: as ``_NumpyScalarCallPullback``, several arguments."""
+
+    __slots__ = ()
+
+    def __call__(self, ȳ: Any) -> tuple:
+        p, types, f, args = self
+        tȳ = type(ȳ)
+        if tȳ is _float or tȳ is _F64:
+            return (_NO, *[t(ȳ * q) for q, t in zip(p, types)])
+        return rrule(_CONFIG, f, *args)[1](ȳ)
+
+
+_CONFIG = ADConfig()
+
+
 def scalar_partials(f: Any, n: int) -> Any:
     """The ``scalar_rule`` partials that dispatch uses for ``f`` on ``n`` floats, or None."""
     key = (f, n)
@@ -150,6 +279,8 @@ def fast_add(a: Any, b: Any) -> Any:
             return (_NO, ȳ, ȳ)
 
         return a + b, add_pullback
+    if numpy_scalar_kind(a, b, operator.add) is not None:
+        return a + b, _numpy_add_pullback
     return _rcall(operator.add, a, b)
 
 
@@ -161,6 +292,8 @@ def fast_sub(a: Any, b: Any) -> Any:
             return (_NO, ȳ, -ȳ)
 
         return a - b, sub_pullback
+    if numpy_scalar_kind(a, b, operator.sub) is not None:
+        return a - b, _numpy_sub_pullback
     return _rcall(operator.sub, a, b)
 
 
@@ -172,6 +305,9 @@ def fast_mul(a: Any, b: Any) -> Any:
             return (_NO, ȳ * b, ȳ * a)
 
         return a * b, mul_pullback
+    t = numpy_scalar_kind(a, b, operator.mul)
+    if t is not None:
+        return a * b, _NumpyScalarPullback((operator.mul, t(b), t(a)))
     return _rcall(operator.mul, a, b)
 
 
@@ -185,6 +321,9 @@ def fast_truediv(a: Any, b: Any) -> Any:
             return (_NO, d, -d * y)
 
         return y, truediv_pullback
+    t = numpy_scalar_kind(a, b, operator.truediv)
+    if t is not None and b:
+        return a / b, _NumpyScalarPullback((operator.truediv, t(a), t(b)))
     return _rcall(operator.truediv, a, b)
 
 
@@ -207,6 +346,10 @@ def fast_pow(a: Any, b: Any) -> Any:
             return (_NO, ȳ * b * a ** (b - 1), ȳ * y * math.log(a))
 
         return y, pow_pullback
+    t = _numpy_pow_kind(a, b)
+    if t is not None:
+        y = a**b
+        return y, _NumpyScalarPullback((operator.pow, t(a), b, y))
     return _rcall(operator.pow, a, b)
 
 
@@ -217,7 +360,58 @@ def fast_neg(a: Any) -> Any:
             return (_NO, -ȳ)
 
         return -a, neg_pullback
+    ta = type(a)
+    if (ta is _F64 or ta is _F32) and ta in _NP_SCALARS[operator.neg]:
+        return -a, _numpy_neg_pullback
     return _rcall(operator.neg, a)
+
+
+# --- numpy float64 and float32 scalars (see the module docstring) ------------------------
+
+
+def _numpy_add_pullback(ȳ: Any) -> tuple:
+    return (_NO, ȳ, ȳ)
+
+
+def _numpy_sub_pullback(ȳ: Any) -> tuple:
+    return (_NO, ȳ, -ȳ)
+
+
+def _numpy_neg_pullback(ȳ: Any) -> tuple:
+    return (_NO, -ȳ)
+
+
+class _NumpyScalarPullback(tuple):
+    """``(op, u, v[, y])``: the pullback of ``a * b`` (``u, v = b, a``), ``a / b``
+    (``u, v = a, b``) or ``a ** b`` (``u, v, y = a, b, a ** b``) on numpy scalars, its
+    operands as the numpy type ``T`` of the result: each partial is a ``T``."""
+
+    __slots__ = ()
+
+    def __call__(self, ȳ: Any) -> tuple:
+        op = self[0]
+        if op is operator.mul:
+            return (_NO, ȳ * self[1], ȳ * self[2])
+        if op is operator.truediv:
+            d = ȳ / self[2]
+            return (_NO, d, -d * (self[1] / self[2]))
+        a, b, y = self[1], self[2], self[3]
+        if type(b) is _int:  # any base: x**n is a polynomial; n is a count
+            return (_NO, ȳ * b * a ** (b - 1), _NO)
+        return (_NO, ȳ * b * a ** (b - 1), ȳ * y * type(a)(math.log(a)))
+
+
+def _numpy_pow_kind(a: Any, b: Any) -> Any:
+    """``numpy_scalar_kind`` for ``a ** b`` where the float path's conditions hold: a
+    numpy base to an int power (``n >= 1`` or a nonzero base), or to a float one
+    with a positive base."""
+    t = numpy_scalar_kind(a, b, operator.pow)
+    if t is None or type(a) is not t:
+        return None
+    tb = type(b)
+    if (tb is _int and (b >= 1 or a != 0.0)) or (tb is not _int and a > 0.0):
+        return t
+    return None
 
 
 def _rcall(f: Any, *args: Any) -> Any:
@@ -298,6 +492,11 @@ _add_reduce = np.add.reduce
 
 
 def fasti_add(a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if ta is _F64 or tb is _F64 or ta is _F32 or tb is _F32:
+        if numpy_scalar_kind(a, b, operator.add) is not None:
+            return a + b, None  # the adjoint passes ȳ on: a T already (see the module docstring)
+        return fast_add(a, b)
     if _broadcast_float_arrays(a, b) and operator.add in FLAGS.arrays:
         y = a + b
         if a.shape == b.shape:
@@ -310,6 +509,11 @@ def fasti_add(a: Any, b: Any) -> Any:
 
 
 def fasti_sub(a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if ta is _F64 or tb is _F64 or ta is _F32 or tb is _F32:
+        if numpy_scalar_kind(a, b, operator.sub) is not None:
+            return a - b, None
+        return fast_sub(a, b)
     if _broadcast_float_arrays(a, b) and operator.sub in FLAGS.arrays:
         y = a - b
         if a.shape == b.shape:
@@ -369,6 +573,12 @@ _add, _subtract = np.add, np.subtract
 
 
 def fasti_mul(a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if ta is _F64 or tb is _F64 or ta is _F32 or tb is _F32:
+        t = numpy_scalar_kind(a, b, operator.mul)
+        if t is not None:  # the float tape entry, (b, a), as T: the adjoint's partials are Ts
+            return a * b, (b if tb is t else t(b), a if ta is t else t(a))
+        return fast_mul(a, b)
     if _same_float_arrays(a, b) and operator.mul in FLAGS.arrays:
         return a * b, [b, a]  # a list: the adjoint's array branch (_fast_adjoint.mul_adjoint)
     side = _scalar_and_array(a, b, operator.mul)
@@ -378,6 +588,12 @@ def fasti_mul(a: Any, b: Any) -> Any:
 
 
 def fasti_truediv(a: Any, b: Any) -> Any:
+    ta, tb = type(a), type(b)
+    if ta is _F64 or tb is _F64 or ta is _F32 or tb is _F32:
+        t = numpy_scalar_kind(a, b, operator.truediv)
+        if t is not None and b:  # the float tape entry, (a, b), as T
+            return a / b, (a if ta is t else t(a), b if tb is t else t(b))
+        return fast_truediv(a, b)
     if _same_float_arrays(a, b) and operator.truediv in FLAGS.arrays:
         return a / b, (a, b)
     if _scalar_and_array(a, b, operator.truediv) == 2:  # array / number
@@ -457,6 +673,8 @@ def fasti_pow(a: Any, n: Any) -> Any:
         and operator.pow in FLAGS.arrays
     ):
         return a**n, [a]
+    if type(n) is _int and _numpy_pow_kind(a, n) is not None:
+        return a**n, (a,)  # the adjoint's n * a ** (n - 1): a T
     return fast_pow(a, n)
 
 
@@ -465,6 +683,9 @@ _multiply = np.multiply
 
 def fasti_neg(a: Any) -> Any:
     if type(a) is _ndarray and a.dtype.kind == "f" and operator.neg in FLAGS.arrays:
+        return -a, None
+    ta = type(a)
+    if (ta is _F64 or ta is _F32) and ta in _NP_SCALARS[operator.neg]:
         return -a, None
     return fast_neg(a)
 

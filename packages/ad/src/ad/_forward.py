@@ -20,9 +20,13 @@ from typing import Any
 from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, frule, not_implemented
 from rulescore._thunks import AbstractThunk
 
+from . import _dunders, _plain_calls, _wrappers
 from ._config import ADConfig
 from ._runtime import _fname, _hashable, _python_init, call_site, field_ct, fn_tangent
-from .errors import CotangentShapeError, NoRuleError
+from ._state import TANGENT_PASSES as _TANGENT_PASSES
+from ._state import internal as _internal
+from ._state import suspended as _suspended
+from .errors import CotangentShapeError, NoRuleError, NoSourceError
 
 __all__ = ["FORWARD_HELPERS", "call_with", "dispatch", "fcall", "fcall_gen"]
 
@@ -59,7 +63,7 @@ def fcall(f: Any, ts: tuple, *args: Any) -> tuple[Any, Any]:
         if ṫ.__class__ not in _ZEROS:
             break
     else:
-        if f.__class__ is not _FunctionType or f not in NO_SHORTCUT:
+        if (f.__class__ is not _FunctionType or f not in NO_SHORTCUT) and not _TANGENT_PASSES[0]:
             return f(*args), _Z
     return dispatch(f, ts, args, None, None)
 
@@ -103,7 +107,7 @@ def fcall_gen(
 def call_with(f: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict) -> tuple[Any, Any]:
     """``fcall`` with keyword arguments and their tangents."""
     if all(is_zero(x) for x in ts) and all(is_zero(x) for x in kw_ts.values()):
-        if f.__class__ is not _FunctionType or f not in NO_SHORTCUT:
+        if (f.__class__ is not _FunctionType or f not in NO_SHORTCUT) and not _TANGENT_PASSES[0]:
             return f(*args, **kwargs), _Z
     return dispatch(f, ts, args, kwargs or None, kw_ts)
 
@@ -210,16 +214,32 @@ def _fallback(f: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict |
             unbound = getattr(type(owner), f.__name__, None)
             if unbound is not None and _hashable(unbound) and unbound in _FRULES:
                 return _call(unbound, (_Z, ts[0], *ts[1:]), (owner, *args), kwargs, kw_ts)
-            raise _no_rule(f"{type(owner).__module__}.{type(owner).__qualname__}.{f.__name__}")
-        raise _no_rule(_fname(f))
+            name = f"{type(owner).__module__}.{type(owner).__qualname__}.{f.__name__}"
+            return _plain_calls.forward_call(f, ts, args, kwargs, kw_ts, name)  # library code
+        out = None if kwargs else _dunders.dispatch(f, args, _dunder_call(ts, args))
+        if out is not None:
+            return out
+        return _plain_calls.forward_call(f, ts, args, kwargs, kw_ts, _fname(f))
     if isinstance(f, type):
         return _construct(f, ts, args, kwargs, kw_ts)
     if tf is functools.partial:
         return _call_partial(f, ts, args, kwargs, kw_ts)
+    wrapped = _wrappers.forward(f, ts, args, kwargs, kw_ts)  # lru_cache, np.vectorize...
+    if wrapped is not None:
+        return wrapped
     call = next((k.__dict__["__call__"] for k in tf.__mro__ if "__call__" in k.__dict__), None)
     if isinstance(call, _FunctionType):  # a callable object: differentiate __call__
         return _call(call, (_Z, ts[0], *ts[1:]), (f, *args), kwargs, kw_ts)
-    raise _no_rule(_fname(f))
+    return _plain_calls.forward_call(f, ts, args, kwargs, kw_ts, _fname(f))  # C code: plainly
+
+
+def _dunder_call(ts: tuple, args: tuple) -> Any:
+    """``_dunders.dispatch``'s ``call``: push forward ``method`` on ``args`` in ``order``."""
+
+    def call(method: Any, order: tuple) -> tuple[Any, Any]:
+        return fcall(method, (_Z, *(ts[1 + i] for i in order)), *(args[i] for i in order))
+
+    return call
 
 
 def _call(f: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict | None) -> Any:
@@ -262,6 +282,9 @@ def _construct(cls: type, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: di
         # A plain class: push forward through its __init__, whose output is the object.
         obj = object.__new__(cls)
         return call_function(init, (_Z, _Z, *ts[1:]), (obj, *args), kwargs, kw_ts, as_init=True)
+    elif _plain_calls.library_class(cls):  # C code or the standard library's: plainly
+        name = f"the constructor of {cls.__module__}.{cls.__qualname__}"
+        return _plain_calls.forward_call(cls, ts, args, kwargs, kw_ts, name)
     else:
         raise _no_rule(
             f"the constructor of {cls.__module__}.{cls.__qualname__}",
@@ -306,8 +329,17 @@ def call_function(
 
     ḟ = ts[0]
     closure_active = bool(f.__code__.co_freevars) and not is_zero(ḟ)
-    entry = forward_transformed(f, closure_active, as_init)
+    try:
+        entry = forward_transformed(f, closure_active, as_init)
+    except NoSourceError:
+        if as_init or not hasattr(f, "__wrapped__"):
+            raise
+        return _wrappers.forward_wrapper(f, ts, args, kwargs, kw_ts)  # made by exec...
     fwd = entry.instantiate(f)
+    if _internal(f.__code__):  # a rule differentiated (second order): see _state
+        with _suspended():
+            dt = _param_tangents(entry.spec, len(args), ts[1:], kwargs or {}, kw_ts or {})
+            return fwd(*args, **(kwargs or {}), _ad_dt=dt, _ad_df=ḟ)
     if not kwargs and entry.simple and len(args) == entry.n_positional:
         return fwd(*args, _ad_dt=ts[1:], _ad_df=ḟ)
     dt = _param_tangents(entry.spec, len(args), ts[1:], kwargs or {}, kw_ts or {})

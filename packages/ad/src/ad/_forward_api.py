@@ -19,15 +19,17 @@ import numpy as np
 
 from rulescore import AbstractZero, NoTangent, NotImplementedTangent, Tangent, ZeroTangent, unthunk
 
-from ._forward import fcall
+from ._forward import call_with, fcall
+from ._state import scope as state_scope
 
 __all__ = ["jvp", "pushforward"]
 
 _Z = ZeroTangent()
 
 
-def jvp(f: Callable, args: tuple, tangents: tuple) -> tuple[Any, Any]:
-    """``(f(*args), J·ẋ)``: the value and its directional derivative along ``tangents``.
+def jvp(f: Callable, args: tuple, tangents: tuple, /, **kwargs: Any) -> tuple[Any, Any]:
+    """``(f(*args, **kwargs), J·ẋ)``: the value and its directional derivative along
+    ``tangents``.
 
     ``tangents`` has one entry per argument, shaped like it: a number or array
     for numbers and arrays, a tuple/list/dict of tangents for containers, a
@@ -43,6 +45,13 @@ def jvp(f: Callable, args: tuple, tangents: tuple) -> tuple[Any, Any]:
     (array([0., 0.]), array([1., 2.]))
     >>> jvp(lambda p: p[0] * p[1], ((2.0, 5.0),), ((1.0, None),))
     (10.0, 5.0)
+
+    Keyword arguments are passed to ``f`` and not differentiated (their tangent
+    is zero); ``f``, ``args`` and ``tangents`` are positional-only, so any name
+    can be a keyword of ``f``:
+
+    >>> jvp(lambda x, scale=1.0: scale * x**2, (3.0,), (1.0,), scale=2.0)
+    (18.0, 12.0)
 
     See also: pushforward, pullback.
     """
@@ -60,24 +69,31 @@ def jvp(f: Callable, args: tuple, tangents: tuple) -> tuple[Any, Any]:
     ts = tuple(
         _tangent_in(x, ṫ, f"argument {i + 1}") for i, (x, ṫ) in enumerate(zip(args, tangents))
     )
-    y, ẏ = fcall(f, (_Z, *ts), *args)
+    with state_scope(forward=True):  # one differentiation (see ad._state)
+        if kwargs:
+            y, ẏ = call_with(f, (_Z, *ts), tuple(args), kwargs, {k: _Z for k in kwargs})
+        else:
+            y, ẏ = fcall(f, (_Z, *ts), *args)
     return y, tangent_out(y, ẏ)
 
 
-def pushforward(f: Callable, *args: Any) -> Callable[..., Any]:
+def pushforward(f: Callable, /, *args: Any, **kwargs: Any) -> Callable[..., Any]:
     """The function mapping tangents of ``args`` (one per argument) to ``J·ẋ``.
 
     Each call runs the pushforward of ``f`` again (forward mode keeps no tape).
+    Keyword arguments are passed to ``f`` and not differentiated.
 
     >>> pf = pushforward(lambda x, y: x**2 * y, 3.0, 2.0)
     >>> pf(1.0, 0.0), pf(0.0, 1.0)
     (12.0, 9.0)
+    >>> pushforward(lambda x, power=2: x**power, 2.0, power=3)(1.0)
+    12.0
 
     See also: jvp.
     """
 
     def pushforward_at(*tangents: Any) -> Any:
-        return jvp(f, args, tangents)[1]
+        return jvp(f, args, tangents, **kwargs)[1]
 
     return pushforward_at
 

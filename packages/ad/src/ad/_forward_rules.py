@@ -22,9 +22,11 @@ from rulescore import NoTangent, Tangent, ZeroTangent, frule, unthunk
 from . import _forward, _helpers, _rules_objects
 from ._config import ADConfig
 from ._cotangents import np_module
+from ._dunders import defines_inplace
 from ._forward import call_with, entries, fcall, is_zero, mapping_entry, split, tan_list, tan_tuple
 from ._rules_objects import as_inplace_result, same_array_kind
 from ._runtime import call_site
+from ._state import current, read_tangent, stateful, write_tangent
 
 __all__: list[str] = []
 
@@ -203,6 +205,9 @@ def _getattr_frule(config: Any, ȯ: Any, obj: Any, name: str, bypass: bool) -> A
     if route is not None:
         return _read_through(route, ȯ)
     value = object.__getattribute__(obj, name) if bypass else getattr(obj, name)
+    written = read_tangent(obj, name)
+    if written is not None:  # written in this pass, through any name (ad._state)
+        return value, written
     if type(obj) is super:
         bound = getattr(value, "__self__", None) is obj.__self__ and callable(value)
         return value, ȯ if bound else _Z  # a method, or a class attribute (a constant)
@@ -227,6 +232,15 @@ def _getattr_frule(config: Any, ȯ: Any, obj: Any, name: str, bypass: bool) -> A
     return value, getattr(ȯ, name, _Z)
 
 
+def _written(obj: Any, ȯ: Any, name: str, v̇: Any) -> Any:
+    """``obj``'s tangent after its field ``name`` is set; a user object's field
+    tangent is also kept by identity, for reads through other names (ad._state)."""
+    p = current(forward=True) if stateful(obj) else None
+    if p is not None:
+        write_tangent(p, obj, name, v̇)
+    return _set_field(type(obj), ȯ, name, v̇)
+
+
 def _set_field(kind: type, ȯ: Any, name: str, v̇: Any) -> Any:
     """The tangent of an object of type ``kind`` after its field ``name`` is set."""
     ȯ = unthunk(ȯ)
@@ -246,7 +260,7 @@ def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, v̇: Any, obj: Any, name: str, v
     if route is not None:
         return _write_through(route, ȯ, v̇)
     setattr(obj, name, value)
-    return obj, _set_field(type(obj), ȯ, name, v̇)
+    return obj, _written(obj, ȯ, name, v̇)
 
 
 @frule.register(_rules_objects.setattr_object, config=ADConfig)
@@ -255,13 +269,13 @@ def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, v̇: Any, obj: Any, name: str, v
     if route is not None:
         return _write_through(route, ȯ, v̇)
     object.__setattr__(obj, name, value)
-    return obj, _set_field(type(obj), ȯ, name, v̇)
+    return obj, _written(obj, ȯ, name, v̇)
 
 
 @frule.register(_rules_objects.setdict, config=ADConfig)
 def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, v̇: Any, obj: Any, name: str, value: Any) -> Any:
     obj.__dict__[name] = value
-    return obj, _set_field(type(obj), ȯ, name, v̇)
+    return obj, _written(obj, ȯ, name, v̇)
 
 
 @frule.register(super, config=ADConfig)
@@ -348,7 +362,7 @@ def _iop_frule(op: str, inplace: Callable) -> Callable:
             x += y
             es += entries(ẏ, len(x) - len(es), y)
             return x, tan_list(*es)
-        z, ż = fcall(outofplace, (_Z, ẋ, ẏ), x, y)
+        z, ż = fcall(inplace if defines_inplace(inplace, x) else outofplace, (_Z, ẋ, ẏ), x, y)
         np = np_module()
         if np is not None and type(x) is np.ndarray and not same_array_kind(z, x):
             z = as_inplace_result(z, x, y, inplace)
@@ -365,3 +379,14 @@ for _name, _fn in _helpers.HELPERS.items():
         frule.register(_fn, config=ADConfig)(_iop_frule(_name[len("_ad_iop_") :], _fn.inplace))
         _forward.NO_SHORTCUT.add(_fn)
 _forward.NO_SHORTCUT.add(_helpers.setitem)
+# A field written in this pass has its tangent by identity, whatever the object's
+# tangent along the variable: reads and writes always go through their frules.
+_forward.NO_SHORTCUT.update(
+    [
+        _helpers.getattr_,
+        _helpers.setattr_,
+        _rules_objects.getattr_object,
+        _rules_objects.setattr_object,
+        _rules_objects.setdict,
+    ]
+)

@@ -18,6 +18,7 @@ from . import (
     _rules_iteration,  # noqa: F401  (registers the iteration rules)
     _runtime,
 )
+from ._control import CONTROL_HELPERS
 from ._fast import FAST_HELPERS, FLAGS
 from ._fast_adjoint import mul_adjoint, pow_adjoint
 from ._fused import NOVALUE, fused_seed
@@ -46,6 +47,7 @@ from ._rules_objects import (
     setitem,
     super_init,
 )
+from ._state import Stateful
 from .transform.anf import BINOPS, UNARYOPS
 
 __all__ = ["HELPERS"]
@@ -63,6 +65,7 @@ HELPERS: dict[str, Any] = {
     "_ad_unpack_error": _runtime.unpack_error,
     "_ad_argument_write": _runtime.argument_write,
     "_ad_own": own,
+    "_ad_Stateful": Stateful,
     "_ad_kw_ct": _runtime.kw_ct,
     "_ad_field": _runtime.field_ct,
     "_ad_fn_tangent": _runtime.fn_tangent,
@@ -100,6 +103,7 @@ HELPERS: dict[str, Any] = {
     "_ad_fused_seed": fused_seed,
 }
 HELPERS.update(FAST_HELPERS)
+HELPERS.update(CONTROL_HELPERS)  # try, with and match (transform.patterns, tracking)
 for _op in [*BINOPS.values(), *UNARYOPS.values()]:
     HELPERS[f"_ad_op_{_op}"] = getattr(operator, _op)
 for _op in BINOPS.values():

@@ -20,7 +20,7 @@ import numpy as np
 
 from rulescore import ZeroTangent
 
-from ._api import _seed, gradient, to_user
+from ._api import _seed, bind_keywords, gradient, to_user
 from ._forward_api import jvp
 from ._jacobian import jacobian
 from ._nested import directional, reverse_over_forward
@@ -63,7 +63,7 @@ def _as_array(name: str, x: Any) -> np.ndarray:
     return a
 
 
-def hessian(f: Callable, x: Any) -> Any:
+def hessian(f: Callable, x: Any, /, **kwargs: Any) -> Any:
     """The Hessian of a real-valued ``f`` at ``x``: forward mode over ``gradient``.
 
     For an array (or nested list) ``x`` the result is the matrix
@@ -71,6 +71,7 @@ def hessian(f: Callable, x: Any) -> Any:
     ``H.shape == (x.size, x.size)``; for a number, a number. Each column is
     one pushforward of ``∇f`` (a Hessian-vector product, computed as reverse
     mode over forward mode), so the cost is ``x.size`` times a few gradients.
+    Keyword arguments are passed to ``f`` and not differentiated.
 
     >>> import numpy as np
     >>> hessian(lambda x: x[0] * x[1], np.array([1.0, 2.0]))
@@ -79,9 +80,12 @@ def hessian(f: Callable, x: Any) -> Any:
     >>> import math
     >>> hessian(math.sin, math.pi / 2)
     -1.0
+    >>> hessian(lambda x, c=1.0: c * x**3, 2.0, c=0.5)
+    6.0
 
     See also: hessian_reverse, diaghessian, jacobian.
     """
+    f = bind_keywords(f, kwargs)
     _check_scalar("hessian", f, (x,))
     if _is_number(x):
         ẏ = jvp(_first_gradient, (f, x), (None, 1.0))[1]
@@ -98,7 +102,9 @@ def hessian_reverse(f: Callable, x: Any) -> Any:
     second reverse pass differentiates that adjoint and every rule's pullback it
     calls, as source (see ``ad._over_reverse``): a test of the whole design, and a
     cross-check of ``hessian``. A rule whose pullback cannot be differentiated
-    again raises an error naming it; ``hessian`` does not need that.
+    again raises an error naming it; ``hessian`` does not need that. It takes
+    no keyword arguments for ``f``: reverse over reverse follows positional
+    calls only (``hessian`` does).
 
     >>> import numpy as np
     >>> hessian_reverse(lambda x: np.sum(x**3), np.array([[1.0, 2.0], [3.0, 4.0]]))
@@ -125,13 +131,14 @@ def hvp(f: Callable, args: tuple, directions: tuple) -> tuple:
     return tuple(to_user(c) for c in raw[3:])
 
 
-def diaghessian(f: Callable, *args: Any) -> tuple:
+def diaghessian(f: Callable, /, *args: Any, **kwargs: Any) -> tuple:
     """The diagonal of the Hessian of a real-valued ``f``, one entry per argument.
 
     For each array argument, an array of its shape holding ``∂²f/∂a[i]²``;
     for a number, a number; for anything else, ``None``. It takes one
     Hessian-vector product per element (reverse over forward mode), and
-    never forms the whole matrix.
+    never forms the whole matrix. Keyword arguments are passed to ``f`` and
+    not differentiated.
 
     >>> import math
     >>> d = diaghessian(lambda x, y: math.sin(x * y), 1.0, 2.0)
@@ -140,6 +147,7 @@ def diaghessian(f: Callable, *args: Any) -> tuple:
 
     See also: hessian.
     """
+    f = bind_keywords(f, kwargs)
     _check_scalar("diaghessian", f, args)
     out: list[Any] = []
     for i, a in enumerate(args):

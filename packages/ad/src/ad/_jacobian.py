@@ -29,7 +29,7 @@ class WithJacobian(NamedTuple):
     grad: tuple
 
 
-def jacobian(f: Callable, *args: Any, mode: str = "auto") -> tuple:
+def jacobian(f: Callable, /, *args: Any, mode: str = "auto", **kwargs: Any) -> tuple:
     """The Jacobian of ``y = f(*args)`` with respect to each argument.
 
     For an array argument ``a`` (a numpy array or a nested list of numbers)
@@ -46,6 +46,10 @@ def jacobian(f: Callable, *args: Any, mode: str = "auto") -> tuple:
     ``jvp`` per input element). ``mode="reverse"`` or ``mode="forward"``
     (keyword-only) forces one.
 
+    Other keyword arguments are passed to ``f`` and not differentiated. A
+    keyword named ``mode`` is always ``jacobian``'s own: to give ``f`` one,
+    bind it first (``functools.partial(f, mode=...)`` or a lambda).
+
     >>> import numpy as np
     >>> jacobian(lambda a: 100 * a[:3] ** 2, np.arange(1, 8))[0]
     array([[200.,   0.,   0.,   0.,   0.,   0.,   0.],
@@ -55,19 +59,25 @@ def jacobian(f: Callable, *args: Any, mode: str = "auto") -> tuple:
     (array([[2., 0., 0.],
            [0., 4., 0.],
            [0., 0., 6.]]), array([1., 4., 9.]))
+    >>> jacobian(lambda a, power: a**power, np.array([1.0, 2.0]), power=3)
+    (array([[ 3.,  0.],
+           [ 0., 12.]]),)
 
     See also: withjacobian, gradient, pullback.
     """
-    return withjacobian(f, *args, mode=mode).grad
+    return withjacobian(f, *args, mode=mode, **kwargs).grad
 
 
-def withjacobian(f: Callable, *args: Any, mode: str = "auto") -> WithJacobian:
-    """``(val=f(*args), grad=jacobian(f, *args))``, running ``f`` forward once.
+def withjacobian(f: Callable, /, *args: Any, mode: str = "auto", **kwargs: Any) -> WithJacobian:
+    """``(val=f(*args, **kwargs), grad=jacobian(f, *args, **kwargs))``, running ``f``
+    forward once. Keyword arguments other than ``mode`` go to ``f`` (see ``jacobian``).
 
     >>> withjacobian(np.cumsum, [1, 2, 3])
     WithJacobian(val=array([1, 3, 6]), grad=(array([[1., 0., 0.],
            [1., 1., 0.],
            [1., 1., 1.]]),))
+    >>> withjacobian(np.cumsum, [1.0, 2.0], dtype=np.float32).val
+    array([1., 3.], dtype=float32)
 
     See also: jacobian.
     """
@@ -76,11 +86,11 @@ def withjacobian(f: Callable, *args: Any, mode: str = "auto") -> WithJacobian:
     kinds = [_arg_kind(a) for a in args]
     n_in = sum(k.size for k in kinds if k is not None)
     if mode == "forward":
-        return _forward_jacobian(f, args, kinds)
-    y, back = pullback(f, *args)
+        return _forward_jacobian(f, args, kinds, kwargs)
+    y, back = pullback(f, *args, **kwargs)
     m, seeds = _output_seeds(y, f)
     if mode == "auto" and m > n_in:
-        return _forward_jacobian(f, args, kinds)
+        return _forward_jacobian(f, args, kinds, kwargs)
     rows: list[list[Any]] = [[] for _ in args]
     for seed in seeds:
         cts = back(seed)
@@ -91,7 +101,7 @@ def withjacobian(f: Callable, *args: Any, mode: str = "auto") -> WithJacobian:
     return WithJacobian(y, grads)
 
 
-def _forward_jacobian(f: Callable, args: tuple, kinds: list) -> WithJacobian:
+def _forward_jacobian(f: Callable, args: tuple, kinds: list, kwargs: dict) -> WithJacobian:
     """One ``jvp`` per input element; each fills one column of its argument's Jacobian."""
     from ._forward_api import jvp
 
@@ -105,7 +115,7 @@ def _forward_jacobian(f: Callable, args: tuple, kinds: list) -> WithJacobian:
         for k in range(kind.size):
             tangents: list[Any] = [None] * len(args)
             tangents[i] = _one_hot(a, k)
-            y, ẏ = jvp(f, args, tuple(tangents))
+            y, ẏ = jvp(f, args, tuple(tangents), **kwargs)
             cols.append(_flat_output(ẏ, y, f))
         m = _output_size(y, f)
         J = np.stack(cols, axis=1) if cols else np.zeros((m, 0))
@@ -113,7 +123,7 @@ def _forward_jacobian(f: Callable, args: tuple, kinds: list) -> WithJacobian:
             J = J.astype(np.float64)
         grads.append(J[:, 0] if kind.scalar else J)
     if y is None:  # no differentiable argument: still evaluate and check the output
-        y = f(*args)
+        y = f(*args, **kwargs)
         _output_size(y, f)
     return WithJacobian(y, tuple(grads))
 

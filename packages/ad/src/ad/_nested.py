@@ -47,16 +47,27 @@ from rulescore import (
 
 from . import (
     _api,
+    _dunders,
     _forward,
     _forward_api,
     _forward_fast,
     _forward_rules,
+    _plain_calls,
     _rules_containers,
     _rules_objects,
+    _wrappers,
 )
 from ._config import ADConfig
 from ._cotangents import entries, from_list_ct, np_module
-from ._runtime import _python_init, call_function, call_site, rcall, rcall_kw
+from ._runtime import (
+    _python_init,
+    call_function,
+    call_site,
+    field_ct,
+    fn_tangent,
+    rcall,
+    rcall_kw,
+)
 from .errors import NoRuleError
 
 __all__ = ["directional", "fcall_pair", "reverse_over_forward", "weighted"]
@@ -187,6 +198,12 @@ def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Calla
         return _through_method(f.__func__, f.__self__, ts, args)
     if isinstance(f, type) and (dataclasses.is_dataclass(f) or hasattr(f, "_fields")):
         return _through_linear(f, ts, args)  # a record's constructor packs its fields
+    if _wrappers.is_vectorize(f):
+        raise _unsupported(
+            f"np.vectorize({_forward._fname(f.pyfunc)}) is differentiated element by element "
+            "to first order only",
+            "write the function on whole arrays (numpy's ufuncs) for second derivatives",
+        )
     call = next((k.__dict__["__call__"] for k in tf.__mro__ if "__call__" in k.__dict__), None)
     if isinstance(call, _FunctionType):  # a callable object: its __call__, f the receiver
         return _through_method(call, f, ts, args)
@@ -196,7 +213,15 @@ def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Calla
             unbound = getattr(type(owner), f.__name__, None)
             if unbound is not None and _forward._hashable(unbound) and unbound in _forward._FRULES:
                 return _through_method(unbound, owner, ts, args)
+        out = _dunders.dispatch(f, args, _dunder_call(ts, args))
+        if out is not None:  # an operator on a user class: its dunder method
+            return out
+    inner = _wrappers.unwrapped(f)
+    if inner is not None:  # functools.lru_cache...: the function it wraps (see _wrappers)
+        return _through_wrapper(config, f, inner, ts, args)
     name = _forward._fname(f)
+    if _plain_calls.library_callable(f):  # C code: run as plain Python
+        return _plain_calls.reverse_over_fcall(f, ts, args, name)
     raise _unsupported(
         f"cannot differentiate the forward-mode call of {name} in reverse mode (reverse "
         "over forward supports Python functions, functions with an frule, and methods)",
@@ -418,7 +443,7 @@ def _through_setattr(f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
     obj, name, _ = args
     y, pb = rcall(f, *args)
     ẏ = _forward_rules._set_field(type(obj), ts[1], name, ts[3])
-    field_pb = _rules_objects._setattr_pullback(name)
+    field_pb = _rules_objects.field_pullback(name)
 
     def setattr_pullback(ct: Any) -> tuple:
         ȳ, ṫ_ct = _pair(ct)
@@ -484,6 +509,30 @@ def _through_frule(rule: Any, f: Any, ts: tuple, args: tuple) -> tuple[Any, Call
     return out, frule_pullback
 
 
+def _dunder_call(ts: tuple, args: tuple) -> Callable:
+    """``_dunders.dispatch``'s ``call``: the pushforward of ``method`` on ``args``
+    taken in ``order``, differentiated in reverse; cotangents in the operator's order."""
+
+    def call(method: Any, order: tuple) -> tuple:
+        inner_ts = (_Z, *(ts[1 + i] for i in order))
+        out, pb = _fcall_rrule(CONFIG, method, inner_ts, *(args[i] for i in order))
+        if out[0] is NotImplemented:
+            return NotImplemented, None
+        n = len(order)
+
+        def dunder_pullback(ct: Any) -> tuple:
+            raw = pb(ct)  # (fcall, method, ts', *args in order)
+            ts_ct = entries(raw[2], n + 1, "the tangents of an operator's method")
+            arg_cts, t_cts = [_Z] * n, [_Z] * n
+            for j, i in enumerate(order):
+                arg_cts[i], t_cts[i] = raw[3 + j], ts_ct[1 + j]
+            return (_NO, _NO, _tangents_ct((_Z, *t_cts)), *arg_cts)
+
+        return out, dunder_pullback
+
+    return call
+
+
 def _through_method(func: Any, owner: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
     n = len(args)
     inner_ts = (_Z, ts[0], *ts[1:])
@@ -515,6 +564,9 @@ def _pushforward_call(
     ḟ = ts[0]
     closure_active = bool(f.__code__.co_freevars) and not _is_zero(ḟ)
     entry = forward_transformed(f, closure_active, as_init)
+    if type(entry) is _plain_calls.PlainEntry:  # library code: run as plain Python
+        name = _forward._fname(f)
+        return _plain_calls.reverse_over_forward(f, ts, args, kwargs, kw_ts or {}, name, as_init)
     gen = entry.instantiate(f)
     n = len(args)
     spec = entry.spec
@@ -552,6 +604,27 @@ def _pushforward_call(
         return f_ct, (df_ct, *arg_ts_ct), tuple(raw[1 : 1 + n]), kw, kw_ts_ct
 
     return out, pushforward_pullback
+
+
+def _through_wrapper(
+    config: Any, f: Any, inner: Any, ts: tuple, args: tuple
+) -> tuple[Any, Callable]:
+    """A sourceless wrapper's forward-mode call: its wrapped function's, with the
+    wrapper's own value; the wrapper's tangent holds the function's as field
+    ``__wrapped__`` (see ``_wrappers``)."""
+    inner_ts = (field_ct(ts[0], "__wrapped__"), *ts[1:])
+    (y_inner, ẏ), pb = _fcall_rrule(config, inner, inner_ts, *args)
+    y = f(*args)
+    _wrappers.check_same(f, inner, y, y_inner)
+    n = len(ts)
+
+    def wrapper_pullback(ct: Any) -> tuple:
+        cts = pb(ct)  # (∂fcall, ∂inner, ∂ts, *∂args)
+        ts_ct = list(entries(cts[2], n, "tangents"))
+        ts_ct[0] = _wrappers.wrapper_tangent(f, ts_ct[0])
+        return (cts[0], _wrappers.wrapper_tangent(f, cts[1]), _tangents_ct(tuple(ts_ct)), *cts[3:])
+
+    return (y, ẏ), wrapper_pullback
 
 
 def _through_pushforward(f: types.FunctionType, ts: tuple, args: tuple) -> tuple[Any, Callable]:
@@ -688,29 +761,40 @@ def _as_tangent(ḡ: Any) -> Any:
     return ḡ
 
 
+def _own_ct(bound_ct: Any, kwargs: dict) -> Any:
+    """``f``'s cotangent from that of ``_api.bind_keywords(f, kwargs)`` (field
+    ``f``); the keywords' own derivative is not followed: rcall_kw gives them a
+    not-implemented cotangent, which raises only where it is used."""
+    return field_ct(bound_ct, "f") if kwargs else bound_ct
+
+
 @rrule.register(_api.gradient, config=ADConfig)
-def _(config: Any, f: Any, *args: Any) -> Any:
-    g = _api.gradient(f, *args)
+def _(config: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
+    g = _api.gradient(f, *args, **kwargs)
     n = len(args)
+    bound = _api.bind_keywords(f, kwargs)
 
     def gradient_pullback(ḡ: Any) -> tuple:
         ḡs = tuple(_as_tangent(c) for c in entries(ḡ, n, "a gradient tuple"))
         if all(_is_zero(c) for c in ḡs):
             return (_NO, _Z, *([_Z] * n))
-        raw = reverse_over_forward(directional, 1.0, f, (_Z, *ḡs), *args)
-        return (_NO, raw[1], *raw[3:])  # raw: (directional, f, ts, *args)
+        raw = reverse_over_forward(directional, 1.0, bound, (_Z, *ḡs), *args)
+        return (_NO, _own_ct(raw[1], kwargs), *raw[3:])  # raw: (directional, f, ts, *args)
 
     return g, gradient_pullback
 
 
-def _gradient_frule(config: Any, ṡ: Any, *rest: Any) -> Any:
+def _gradient_frule(config: Any, ṡ: Any, *rest: Any, **kwargs: Any) -> Any:
     """Forward mode over ``gradient``: ``ġ = ∇ₓ ⟨Df(x), (ḟ, ẋ)⟩``, a Hessian-vector
     product (plus the derivative through ``f``'s captured variables along ``ḟ``)."""
     m = len(rest) // 2
     ts, (f, *args) = rest[:m], rest[m:]
-    g = _api.gradient(f, *args)
+    g = _api.gradient(f, *args, **kwargs)
     if all(_is_zero(unthunk(t)) for t in ts):
         return g, _Z
+    if kwargs:  # the bound function's tangent: f's, in its field "f"
+        f = _api.bind_keywords(f, kwargs)
+        ts = (fn_tangent(("f",), (ts[0],)), *ts[1:])
     raw = reverse_over_forward(directional, 1.0, f, tuple(unthunk(t) for t in ts), *args)
     return g, _TupleT._from_backing(tuple(raw[3:]))  # raw: (directional, f, ts, *args)
 
@@ -719,9 +803,10 @@ frule.register(_api.gradient, config=ADConfig)(_gradient_frule)
 
 
 @rrule.register(_api.withgradient, config=ADConfig)
-def _(config: Any, f: Any, *args: Any) -> Any:
-    out = _api.withgradient(f, *args)
+def _(config: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
+    out = _api.withgradient(f, *args, **kwargs)
     n = len(args)
+    bound = _api.bind_keywords(f, kwargs)
 
     def withgradient_pullback(ct: Any) -> tuple:
         v̄, ḡ = entries(ct, 2, "withgradient's (val, grad)")
@@ -732,23 +817,25 @@ def _(config: Any, f: Any, *args: Any) -> Any:
         if _is_zero(v̄) and all(_is_zero(c) for c in ḡs):
             return (_NO, _Z, *([_Z] * n))
         w = 0.0 if _is_zero(v̄) else v̄
-        raw = reverse_over_forward(weighted, 1.0, f, w, (_Z, *ḡs), *args)
-        return (_NO, raw[1], *raw[4:])  # raw: (weighted, f, w, ts, *args)
+        raw = reverse_over_forward(weighted, 1.0, bound, w, (_Z, *ḡs), *args)
+        return (_NO, _own_ct(raw[1], kwargs), *raw[4:])  # raw: (weighted, f, w, ts, *args)
 
     return out, withgradient_pullback
 
 
 @rrule.register(_forward_api.jvp, config=ADConfig)
-def _(config: Any, f: Any, args: tuple, tangents: tuple) -> Any:
-    out = _forward_api.jvp(f, args, tangents)
+def _(config: Any, f: Any, args: tuple, tangents: tuple, **kwargs: Any) -> Any:
+    out = _forward_api.jvp(f, args, tangents, **kwargs)
     n = len(args)
     ts = tuple(_as_tangent(t) for t in tangents)
+    bound = _api.bind_keywords(f, kwargs)
 
     def jvp_pullback(ct: Any) -> tuple:
-        raw = reverse_over_forward(fcall_pair, ct, f, (_Z, *ts), *args)
+        raw = reverse_over_forward(fcall_pair, ct, bound, (_Z, *ts), *args)
         # raw: (fcall_pair, f, ts, *args)
         ts_ct = entries(raw[2], n + 1, "tangents")
-        return (_NO, raw[1], _tangents_ct(raw[3 : 3 + n]), _tangents_ct(ts_ct[1:]))
+        f_ct = _own_ct(raw[1], kwargs)
+        return (_NO, f_ct, _tangents_ct(raw[3 : 3 + n]), _tangents_ct(ts_ct[1:]))
 
     return out, jvp_pullback
 

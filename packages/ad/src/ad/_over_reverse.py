@@ -47,7 +47,7 @@ from rulescore import (
     unthunk,
 )
 
-from . import _accumulate, _nested, _rules_containers, _rules_objects
+from . import _accumulate, _nested, _plain_calls, _rules_containers, _rules_objects
 from ._config import ADConfig
 from ._cotangents import entries, zero_like
 from ._nested import _closure_ct, _is_zero, _tangents_ct, _unsupported
@@ -113,6 +113,8 @@ def _dispatch(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
     has_rules = _hashable(f) and f in _RRULES
     rule = _lookup(f, tuple(map(type, args)), ADConfig) if has_rules else None
     if rule is None:
+        if _plain_calls.library_callable(f):  # C code: run as plain Python
+            return _plain_calls.reverse_over_reverse(f, args, kwargs, _fname(f))
         raise _unsupported(
             f"reverse over reverse: {_fname(f)} is neither a Python function nor a "
             "function with an rrule",
@@ -219,6 +221,8 @@ def _through_pure(f: types.FunctionType, args: tuple, kwargs: dict | None) -> tu
 
     closure = bool(f.__code__.co_freevars)
     entry = pure_transformed(f, closure)
+    if type(entry) is _plain_calls.PlainEntry:  # library code: run as plain Python
+        return _plain_calls.reverse_over_reverse(f, args, kwargs, _fname(f))
     if kwargs or not (entry.simple and len(args) == entry.n_positional):
         raise _unsupported(
             f"reverse over reverse: {_fname(f)} is called with default, keyword or *args arguments",

@@ -53,13 +53,18 @@ import rulescore
 from rulescore import NoTangent, frule, rrule
 
 from ._config import ADConfig
+from ._state import current, stateful
 from .errors import MutationError
 from .transform import PURE_PREFIX
 
 __all__ = ["own"]
 
 _ndarray = np.ndarray
-_IMMUTABLE = frozenset([float, int, complex, bool, str, bytes, tuple, type(None), frozenset])
+_IMMUTABLE = frozenset(
+    [float, int, complex, bool, str, bytes, tuple, type(None), frozenset]
+    # numpy's scalars are immutable numbers too (np.void, a record, may be a view: not it)
+    + [t for t in set(np.sctypeDict.values()) if issubclass(t, (np.number, np.bool_))]
+)
 _FunctionType, _MethodType, _CellType = types.FunctionType, types.MethodType, types.CellType
 _OPAQUE = frozenset([types.ModuleType, type, types.BuiltinFunctionType])
 #: The generated primals (reverse and forward mode, and the pure form that
@@ -105,6 +110,8 @@ def own(
     within: Any = None,
     var: str = "",
     arrays_only: bool = False,
+    *,
+    forward: bool = False,
 ) -> Any:
     """``x``, ready to be written in place through the variable ``name``.
 
@@ -116,9 +123,13 @@ def own(
     holding ``x``): the container's own reference to it is expected, and for
     an array the element is a view of the very entries the store overwrites.
     ``arrays_only``: other objects are left to other checks (a parameter's).
+    ``forward``: the write is in forward-mode code. A user object is followed by
+    identity (``ad._state``) in a pass of the code's own mode, so any may hold it.
     """
     if type(x) in _IMMUTABLE or (arrays_only and not isinstance(x, _ndarray)):
         return x
+    if stateful(x) and current(forward) is not None:
+        return x  # a user object's fields are followed by identity (ad._state)
     # references: the caller's variable, this parameter, getrefcount's argument
     n = sys.getrefcount(x) - _ALONE
     if within is not None and not isinstance(within, _ndarray):
@@ -268,6 +279,10 @@ class _Holders:
                 self.internal += 1
             return
         if depth == 0 or (kind in _IMMUTABLE and kind is not tuple) or kind in _OPAQUE:
+            return
+        if stateful(v):
+            # A user object the tape keeps (for its identity, see ad._state): what its
+            # fields hold, the user sees through it; the full search names its holder.
             return
         key = id(v)
         if key in self.seen:
@@ -427,7 +442,7 @@ def _own_nested(
 
 
 @rrule.register(own, config=ADConfig)
-def _(config: Any, x: Any, *args: Any) -> Any:
+def _(config: Any, x: Any, *args: Any, forward: bool = False) -> Any:
     def own_pullback(ȳ: Any) -> tuple:
         return (_NO, ȳ) + (_NO,) * len(args)
 
@@ -436,6 +451,6 @@ def _(config: Any, x: Any, *args: Any) -> Any:
 
 @frule.register(own, config=ADConfig)
 def _(
-    config: Any, ḟ: Any, *args: Any
+    config: Any, ḟ: Any, *args: Any, forward: bool = False
 ) -> Any:  # args: the tangents, then the arguments (four to seven)
     return _own_nested(*args[len(args) // 2 :]), args[0]

@@ -17,6 +17,8 @@ from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unth
 from . import _runtime
 from ._config import ADConfig
 from ._cotangents import entries, from_list_ct, np_module
+from ._dunders import defines_inplace
+from ._state import current, keep_stateful, read_pullback, stateful, tracked, write_pullback
 from .errors import CotangentShapeError, MutationError
 
 _Z = ZeroTangent()
@@ -202,7 +204,7 @@ def _read_through(fn: Any, args: tuple, i: int) -> Any:
     def attribute_protocol_pullback(ȳ: Any) -> tuple:
         return (_NO, pb(ȳ)[1 + i], _NO)
 
-    return y, attribute_protocol_pullback
+    return y, keep_stateful(pb, attribute_protocol_pullback)
 
 
 def _write_through(fn: Any, args: tuple, i: int) -> Any:
@@ -216,7 +218,7 @@ def _write_through(fn: Any, args: tuple, i: int) -> Any:
         cts = pb(ȳ)
         return (_NO, cts[1 + i], _NO, cts[-1])
 
-    return obj, attribute_protocol_pullback
+    return obj, keep_stateful(pb, attribute_protocol_pullback)
 
 
 def getattr_(obj: Any, name: str) -> Any:
@@ -262,6 +264,9 @@ def _getattr_rule(config: Any, obj: Any, name: str, bypass: bool) -> Any:
     cls = type(obj)
     if cls is super:  # a class attribute reached through super(): a constant
         return value, lambda ȳ: (_NO, _Z, _NO)
+    p = tracked(obj)
+    if p is not None:  # written in this pass: its fields' cotangents are kept by identity
+        return value, read_pullback(p, obj, name)
 
     def getattr_pullback(ȳ: Any) -> tuple:
         if isinstance(ȳ, AbstractZero):
@@ -321,7 +326,7 @@ def _(config: Any, obj: Any, name: str, value: Any) -> Any:
     if route is not None:
         return _write_through(*route)
     setattr(obj, name, value)
-    return obj, _setattr_pullback(name)
+    return obj, _setattr_pullback(obj, name)
 
 
 @rrule.register(setattr_object, config=ADConfig)
@@ -330,16 +335,29 @@ def _(config: Any, obj: Any, name: str, value: Any) -> Any:
     if route is not None:
         return _write_through(*route)
     object.__setattr__(obj, name, value)
-    return obj, _setattr_pullback(name)
+    return obj, _setattr_pullback(obj, name)
 
 
 @rrule.register(setdict, config=ADConfig)
 def _(config: Any, obj: Any, name: str, value: Any) -> Any:
     obj.__dict__[name] = value
-    return obj, _setattr_pullback(name)
+    return obj, _setattr_pullback(obj, name)
 
 
-def _setattr_pullback(name: str) -> Callable:
+def _setattr_pullback(obj: Any, name: str) -> Callable:
+    """The pullback of a write of ``obj.name`` (just done): by identity (see
+    ``ad._state``) for a user object in a differentiation, else along the
+    variable written through."""
+    p = current() if stateful(obj) else None
+    if p is not None:
+        return write_pullback(p, obj, name, p.mark(obj))
+    return field_pullback(name)
+
+
+def field_pullback(name: str) -> Callable:
+    """A write of field ``name``'s pullback along the variable written through:
+    the field's cotangent goes to the value, the rest to the object before."""
+
     def setattr_pullback(ȳ: Any) -> tuple:
         ȳ = unthunk(ȳ)
         if isinstance(ȳ, AbstractZero):
@@ -405,7 +423,7 @@ def _(config: Any, sup: Any, *args: Any, **kwargs: Any) -> Any:
     def super_init_pullback(ȳ: Any) -> tuple:
         return (_NO, *pb(ȳ)[1:])
 
-    return y, super_init_pullback
+    return y, keep_stateful(pb, super_init_pullback)
 
 
 # --- item writes and in-place updates ---------------------------------------
@@ -528,7 +546,7 @@ def inplace_helper(op: str) -> Callable:
                 return (_NO, list(cts[:n]) if n else _Z, from_list_ct(y, list(cts[n:])))
 
             return x, extend_pullback
-        z, pb = _runtime.rcall(outofplace, x, y)
+        z, pb = _runtime.rcall(inplace if defines_inplace(inplace, x) else outofplace, x, y)
         np = np_module()
         if np is not None and type(x) is np.ndarray and not same_array_kind(z, x):
             z = as_inplace_result(z, x, y, inplace)

@@ -29,14 +29,21 @@ from rulescore import (
 )
 from rulescore._thunks import AbstractThunk
 
+from . import _dunders, _plain_calls, _wrappers
 from . import _fast as _fast_module
 from ._accumulate import acc, field_ct, fn_tangent, kw_ct, tuple_ct
 from ._config import ADConfig
+from ._fast import NUMPY_SCALARS as _NUMPY_SCALARS
 from ._fast import lean_rule as _lean_rule
+from ._fast import numpy_scalar_call as _numpy_scalar_call
 from ._fast import scalar_partials as _scalar_partials
 from ._once import ONCE as _ONCE
 from ._runtime_checks import argument_write, unpack_error
-from .errors import CotangentShapeError, NoRuleError
+from ._state import WRITES as _WRITES
+from ._state import Stateful as _Stateful
+from ._state import internal as _internal
+from ._state import suspended as _suspended
+from .errors import CotangentShapeError, NoRuleError, NoSourceError
 
 __all__ = [
     "CONFIG",
@@ -120,6 +127,10 @@ def rcall(f: Any, *args: Any) -> tuple[Any, Callable]:
             out = _scalar_call(f, partials, args)
             if out is not None:
                 return out
+    elif tf is _BuiltinType and args and type(args[0]) in _NUMPY_SCALARS:
+        out = _numpy_scalar_call(f, args)  # math.sin(np.float64): the same, as numpy's type
+        if out is not None:
+            return out
     n = len(args)
     if n == 2:
         key: tuple = (f, type(args[0]), type(args[1]))
@@ -366,6 +377,14 @@ def _maybe_differentiable(v: Any) -> bool:
 
 
 def _fallback(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
+    n = _WRITES[0]
+    y, pb = _fallback_dispatch(f, args, kwargs)
+    if _WRITES[0] != n:  # user code wrote an object's field: see _state
+        return y, _Stateful(pb)
+    return y, pb
+
+
+def _fallback_dispatch(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
     tf = type(f)
     if tf is _FunctionType:
         return call_function(f, args, kwargs, bool(f.__code__.co_freevars))
@@ -377,18 +396,25 @@ def _fallback(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
             unbound = getattr(type(owner), f.__name__, None)
             if unbound is not None and _hashable(unbound) and unbound in _RULES:
                 return _call_bound(unbound, owner, args, kwargs)
-            raise _no_rule(f"{type(owner).__module__}.{type(owner).__qualname__}.{f.__name__}", f)
-        raise _no_rule(_fname(f), f)
+            name = f"{type(owner).__module__}.{type(owner).__qualname__}.{f.__name__}"
+            return _plain_calls.reverse_call(f, args, kwargs, name)  # library code: plain
+        out = None if kwargs else _dunders.dispatch(f, args, _dunder_call(args))
+        if out is not None:
+            return out
+        return _plain_calls.reverse_call(f, args, kwargs, _fname(f))
     if isinstance(f, type):
         return _construct(f, args, kwargs)
     if tf is functools.partial:
         return _call_partial(f, args, kwargs)
+    wrapped = _wrappers.reverse(f, args, kwargs)  # lru_cache, np.vectorize...
+    if wrapped is not None:
+        return wrapped
     call = tf.__dict__.get("__call__") or next(
         (k.__dict__["__call__"] for k in tf.__mro__ if "__call__" in k.__dict__), None
     )
     if isinstance(call, _FunctionType):  # a callable object: differentiate __call__
         return _call_bound(call, f, args, kwargs)
-    raise _no_rule(_fname(f), f)
+    return _plain_calls.reverse_call(f, args, kwargs, _fname(f))  # C code: run it plainly
 
 
 def _call_bound(func: Any, obj: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
@@ -405,6 +431,26 @@ def _call_bound(func: Any, obj: Any, args: tuple, kwargs: dict | None) -> tuple[
         return cts[1:]
 
     return y, method_pullback
+
+
+def _dunder_call(args: tuple) -> Callable:
+    """``_dunders.dispatch``'s ``call``: differentiate ``method`` on ``args`` taken
+    in ``order``; cotangents come back in the operator's argument order."""
+
+    def call(method: Any, order: tuple) -> tuple[Any, Callable]:
+        y, pb = rcall(method, *(args[i] for i in order))
+        if order[0] == 0:
+            return y, pb
+
+        def reflected_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+            if ONCE.expect is not None:
+                _handoff(pb, _once)
+            df, db, da = pb(ȳ)
+            return df, da, db
+
+        return y, reflected_pullback
+
+    return call
 
 
 def _call_partial(p: functools.partial, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
@@ -448,8 +494,11 @@ def _construct(cls: type, args: tuple, kwargs: dict | None) -> tuple[Any, Callab
         init = _python_init(cls)
         if init is not None:
             return _construct_with_init(cls, init, args, kwargs)
+        name = f"the constructor of {cls.__module__}.{cls.__qualname__}"
+        if _plain_calls.library_class(cls):  # C code or the standard library's: plainly
+            return _plain_calls.reverse_call(cls, args, kwargs or None, name)
         raise _no_rule(
-            f"the constructor of {cls.__module__}.{cls.__qualname__}",
+            name,
             cls,
             extra="Dataclasses and namedtuples are differentiated structurally; for other "
             "classes register an rrule for the class, or build the object outside the "
@@ -587,17 +636,28 @@ def call_function(
     (see ``rcall_masked``). ``novalue``: the caller (``ad.gradient``) needs no
     value; a primal that can skip it returns ``_fused.NOVALUE`` instead."""
     transform = _TRANSFORM[0] if _TRANSFORM else _import_transform()
-    entry = transform.transformed(f, closure_active, as_init, inactive)
+    try:
+        entry = transform.transformed(f, closure_active, as_init, inactive)
+    except NoSourceError:
+        if as_init or not hasattr(f, "__wrapped__"):
+            raise
+        return _wrappers.reverse_wrapper(f, args, kwargs)  # a wrapper made by exec...
     fwd = entry.instantiate(f)
-    if kwargs:
+    n = _WRITES[0]
+    if _internal(f.__code__):  # a rule differentiated (second order): see _state
+        with _suspended():
+            y, back = fwd(*args, **(kwargs or {}))
+    elif kwargs:
         y, back = fwd(*args, **kwargs)
     elif novalue and entry.elides:
         y, back = fwd(*args, _ad_nv=True)  # transform._nodes.NO_VALUE
     else:
         y, back = fwd(*args)
-    if kwargs is None and entry.simple and len(args) == entry.n_positional:
-        return y, back
-    return y, _map_pullback(back, entry, len(args), kwargs)
+    if kwargs is not None or not entry.simple or len(args) != entry.n_positional:
+        back = _map_pullback(back, entry, len(args), kwargs)
+    if _WRITES[0] != n:  # the function wrote an object's field: see _state
+        return y, _Stateful(back)
+    return y, back
 
 
 _TRANSFORM: list = []  # the transform package, imported on first use (it imports this module)

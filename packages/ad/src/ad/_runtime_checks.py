@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ._state import current, stateful
 from .errors import ADError, CotangentShapeError, CotangentWriteError, MutationError
 
 _ndarray = np.ndarray
@@ -14,9 +15,13 @@ _ndarray = np.ndarray
 __all__ = ["argument_write", "unpack_error"]
 
 
-def argument_write(value: Any, container: str, site: str) -> None:
-    """Refuse writing a number or array into an argument the function does not return."""
-    if _carries_derivative(value):
+def argument_write(
+    value: Any, container: str, site: str, obj: Any = None, forward: bool = False
+) -> None:
+    """Refuse writing a number or array into an argument the function does not
+    return, unless it is a user object, whose fields this pass follows by
+    identity (``ad._state``; ``forward``: the write is in forward-mode code)."""
+    if _carries_derivative(value) and not (stateful(obj) and current(forward) is not None):
         raise MutationError(
             f"{site}: the function writes a {type(value).__name__} into its argument "
             f"{container!r} and does not return it: the caller would not see that change in "

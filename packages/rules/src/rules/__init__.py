@@ -20,6 +20,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     _numpy_methods,
     _numpy_products,
     _numpy_reductions,
+    _numpy_scalars,
     _numpy_shape,
     _operator,
     _sequences,

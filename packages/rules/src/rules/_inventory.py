@@ -1,9 +1,9 @@
 """``inventory()``: every library function with a registered rule, and RULES.md.
 
 The inventory lists the functions of the libraries ``rules`` covers
-(``builtins``, ``operator``, ``math``, ``cmath``, ``numpy``, ``numpy.linalg``
-and ``numpy.ndarray`` methods) that have an ``rrule`` or ``frule``, whoever
-registered them. Rules for other functions (a user's own, a test's, rulescore's
+(``builtins``, ``operator``, ``math``, ``cmath``, ``numpy``, ``numpy.linalg``,
+``numpy.random``, and the methods of ``numpy.ndarray`` and of numpy scalars,
+``numpy.generic``) that have an ``rrule`` or ``frule``, whoever registered them. Rules for other functions (a user's own, a test's, rulescore's
 ``ignore_derivatives``) are not listed, so the table does not depend on what
 else happens to be imported.
 
@@ -35,7 +35,9 @@ _NAMESPACES: dict[str, Any] = {
     "cmath": cmath,
     "numpy": np,
     "numpy.linalg": np.linalg,
+    "numpy.random": np.random,
     "numpy.ndarray": np.ndarray,
+    "numpy.generic": np.generic,
 }
 
 
@@ -63,6 +65,8 @@ def _module_and_name(f: Any) -> tuple[str, str]:
         mod = "operator"
     elif mod.startswith("numpy.linalg"):
         mod = "numpy.linalg"
+    elif mod.startswith("numpy.random"):
+        mod = "numpy.random"
     elif mod.startswith("numpy"):
         mod = "numpy"
     return mod, name

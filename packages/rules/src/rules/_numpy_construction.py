@@ -108,3 +108,14 @@ for _name in (
     "equal not_equal greater_equal less_equal logical_and logical_or logical_not logical_xor"
 ).split():
     non_differentiable(getattr(np, _name))
+
+# Random-number generators, bit generators and their seeds: a seed (an int, an
+# array of ints, a SeedSequence) picks a stream, so nothing is differentiable in
+# it and ``rng = np.random.default_rng(seed)`` works with ``seed`` a parameter of
+# the differentiated function. (The draws themselves, ``rng.normal()``, are constants.)
+for _name in (
+    "default_rng Generator RandomState SeedSequence BitGenerator PCG64 PCG64DXSM MT19937 "
+    "Philox SFC64 seed get_state set_state"
+).split():
+    if hasattr(np.random, _name):
+        non_differentiable(getattr(np.random, _name))

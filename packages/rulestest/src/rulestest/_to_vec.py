@@ -89,7 +89,10 @@ class _Real(Layout):
     def __init__(self, x: Any) -> None:
         self.primal = x
         kind = np.asarray(x).dtype
-        self.rebuild_type = float if isinstance(x, (int, float)) or kind.kind in "iu" else kind.type
+        # numpy's float64 subclasses Python's float: test for numpy first
+        numpy_float = isinstance(x, np.generic) and kind.kind == "f"
+        plain = isinstance(x, (int, float)) and not numpy_float
+        self.rebuild_type = float if plain or kind.kind in "iu" else kind.type
 
     def flatten(self, x: Any) -> list[np.ndarray]:
         return [np.array([float(x)])]

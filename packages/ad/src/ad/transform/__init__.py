@@ -22,6 +22,7 @@ from typing import Any
 
 from rulescore import rrule
 
+from .._plain_calls import plain_entry
 from ._nodes import NO_VALUE, loaded_ids
 from .activity import NONDIFF_BUILTINS, active_names, param_names, read_and_stored
 from .anf import normalize
@@ -74,8 +75,10 @@ def transformed(
     )
     entry = _CACHE.get(key)
     if entry is None:
-        with _no_gc():
-            entry = _build(f, closure_active, as_init, inactive)
+        entry = plain_entry(f, "reverse", as_init)  # the standard library runs as plain Python
+        if entry is None:
+            with _no_gc():
+                entry = _build(f, closure_active, as_init, inactive)
         _CACHE[key] = entry
     return entry
 
@@ -263,8 +266,10 @@ def pure_transformed(
     key = (f.__code__, closure_active, as_init)
     entry = _PURE_CACHE.get(key)
     if entry is None:
-        with _no_gc():
-            entry = _build_pure(f, closure_active, as_init)
+        entry = plain_entry(f, "pure", as_init)
+        if entry is None:
+            with _no_gc():
+                entry = _build_pure(f, closure_active, as_init)
         _PURE_CACHE[key] = entry
     return entry
 
@@ -314,6 +319,8 @@ def _rename_private(fn: ast.FunctionDef, helpers: dict[str, Any]) -> None:
             node.name = fix(node.name)  # type: ignore[attr-defined]
         elif kind is ast.Nonlocal:
             node.names = [fix(n) for n in node.names]  # type: ignore[attr-defined]
+        elif kind is ast.ExceptHandler and node.name:  # type: ignore[attr-defined]
+            node.name = fix(node.name)  # type: ignore[attr-defined]
 
 
 def _nested_codes(code: types.CodeType) -> list[types.CodeType]:
@@ -376,6 +383,16 @@ def _annotate(node: ast.stmt, out: list[str], depth: int) -> None:
             out.append(f"{pad}{head}")
             for child in handler.body:
                 _annotate(child, out, depth + 1)
+        for label, block in (("else", node.orelse), ("finally", node.finalbody)):
+            if block:
+                out.append(f"{pad}{label}:")
+                for child in block:
+                    _annotate(child, out, depth + 1)
+        return
+    if isinstance(node, ast.With):
+        out.append(f"{pad}{ast.unparse(node).splitlines()[0]}{comment}")
+        for child in node.body:
+            _annotate(child, out, depth + 1)
         return
     text = ast.unparse(node).splitlines()
     out.append(f"{pad}{text[0]}{comment}")
@@ -395,7 +412,9 @@ def forward_transformed(
     if entry is None:
         from .forward import build_forward
 
-        with _no_gc():
-            entry = build_forward(f, closure_active, as_init)
+        entry = plain_entry(f, "forward", as_init)
+        if entry is None:
+            with _no_gc():
+                entry = build_forward(f, closure_active, as_init)
         _FWD_CACHE[key] = entry
     return entry

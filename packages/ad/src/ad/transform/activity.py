@@ -5,7 +5,11 @@ names — those whose value may depend on a differentiated input (the
 parameters, and with ``closure_active`` the captured variables). A statement
 none of whose inputs is active runs as plain Python in the generated primal:
 no rule lookup, no pullback, no tape. The analysis is flow-insensitive and
-iterated to a fixed point, so loops are covered.
+iterated to a fixed point, so loops are covered. A nested ``def`` or lambda
+reads what it captures (``free_names``: Python's scoping, so its own
+parameters and locals are not the enclosing function's variables), and is
+active when that includes an active name; ``capture_errors`` says which
+captures neither mode can differentiate.
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ import ast
 __all__ = [
     "active_names",
     "all_nodes",
+    "capture_errors",
+    "closure_contexts",
+    "definition_reads",
+    "free_names",
     "loaded_names",
     "param_names",
     "read_and_stored",
@@ -96,6 +104,8 @@ def value_reads(value: ast.expr) -> set[str]:
             elif ka is not _Constant:
                 return loaded_names(value)
         return out
+    if kind is ast.Lambda:  # its own parameters are no reads of this scope
+        return free_names(value)
     return loaded_names(value)
 
 
@@ -165,6 +175,209 @@ def read_and_stored(node: ast.AST) -> tuple[set[str], set[str]]:
     return read, stored
 
 
+_FUNCTION_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+def free_names(node: ast.AST) -> set[str]:
+    """The names a nested ``def``, lambda, class or comprehension reads from the
+    scope around it: what its body reads and does not bind itself (its parameters,
+    its locals, its own nested scopes' locals), plus what its defaults, decorators
+    and annotations read (those are evaluated outside it).
+
+    ``loaded_names`` over-approximates a closure's captures: in
+    ``lambda v: v * v`` beside an outer ``v``, the lambda reads only its own
+    parameter, and reporting the outer ``v`` as captured would refuse a correct
+    program (or, in forward mode, read a tangent that was never bound).
+    """
+    kind = type(node)
+    if kind in _FUNCTION_SCOPES:
+        a = node.args  # type: ignore[attr-defined]
+        outside: list[ast.AST] = [*a.defaults, *(d for d in a.kw_defaults if d is not None)]
+        params = a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]
+        outside += [p.annotation for p in params if p.annotation is not None]
+        if kind is not ast.Lambda:
+            outside += node.decorator_list  # type: ignore[attr-defined]
+            if node.returns is not None:  # type: ignore[attr-defined]
+                outside.append(node.returns)  # type: ignore[attr-defined]
+        body = node.body if type(node.body) is list else [node.body]  # type: ignore[attr-defined]
+        reads, nested, bound, declared_global, declared_nonlocal = _scope(body)
+        bound = (bound | {p.arg for p in params}) - declared_nonlocal
+        return _outer_reads(outside) | ((reads | nested) - bound - declared_global)
+    if kind in _COMPREHENSIONS:
+        gens = node.generators  # type: ignore[attr-defined]
+        # The first iterable is evaluated in the enclosing scope; the rest inside.
+        inner: list[ast.AST] = []
+        for i, g in enumerate(gens):
+            inner += [g.target, *g.ifs] + ([g.iter] if i else [])
+        inner += (
+            [node.key, node.value] if kind is ast.DictComp else [node.elt]  # type: ignore[attr-defined]
+        )
+        reads, nested, bound, _global, _nonlocal = _scope(inner)
+        return _outer_reads([gens[0].iter]) | ((reads | nested) - bound)
+    if kind is ast.ClassDef:
+        outside = [*node.bases, *(k.value for k in node.keywords), *node.decorator_list]  # type: ignore[attr-defined]
+        reads, nested, bound, declared_global, declared_nonlocal = _scope(node.body)  # type: ignore[attr-defined]
+        # The methods of a class do not see the names its body binds.
+        own = (reads - (bound - declared_nonlocal)) | nested
+        return _outer_reads(outside) | (own - declared_global)
+    return loaded_names(node)
+
+
+def definition_reads(node: ast.AST) -> set[str]:
+    """The names a ``def`` or lambda reads where it is defined, not when called:
+    its default values, decorators and annotations."""
+    a = node.args  # type: ignore[attr-defined]
+    outside: list[ast.AST] = [*a.defaults, *(d for d in a.kw_defaults if d is not None)]
+    if type(node) is not ast.Lambda:
+        outside += node.decorator_list  # type: ignore[attr-defined]
+    return _outer_reads(outside)
+
+
+def closure_contexts(body: list[ast.stmt]) -> dict[int, frozenset[str] | None]:
+    """For each nested ``def`` or lambda (an ANF assignment's value) in ``body``, by
+    ``id``: the names that statements after its definition bind, in program order,
+    or None when it is defined in a loop (a later iteration may rebind anything).
+    A capture of a name bound again after the definition sees the later value."""
+    out: dict[int, frozenset[str] | None] = {}
+
+    def walk(stmts: list[ast.stmt], frames: list, in_loop: bool) -> None:
+        for i, s in enumerate(stmts):
+            here = [*frames, (stmts, i)]
+            kind = type(s)
+            node = s.value if kind is ast.Assign and type(s.value) is ast.Lambda else s  # type: ignore[attr-defined]
+            if kind is ast.FunctionDef or node is not s:
+                out[id(node)] = (
+                    None
+                    if in_loop
+                    else frozenset(
+                        n for st, j in here for later in st[j + 1 :] for n in stored_names(later)
+                    )
+                )
+            if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.ClassDef:
+                continue  # another scope
+            loop = kind is ast.For or kind is ast.While
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                inner = getattr(s, field, None)
+                if type(inner) is list and inner:
+                    if field in ("handlers", "cases"):
+                        for h in inner:
+                            walk(h.body, here, in_loop)
+                    else:
+                        walk(inner, here, in_loop or (loop and field == "body"))
+
+    walk(body, [], False)
+    return out
+
+
+def capture_errors(
+    name: str,
+    node: ast.AST,
+    active: set[str],
+    rebound: frozenset[str],
+    after: frozenset[str] | None,
+) -> tuple[list[str], str | None]:
+    """The active names the closure ``node`` (bound to ``name``) captures, and why it
+    cannot be differentiated, if it cannot (shared by reverse and forward mode).
+
+    Refused: a capture of a name bound again after the definition (``after``, see
+    ``closure_contexts``; ``rebound``: the names bound more than once), whose
+    derivative would go to the wrong value; and a default value or decorator that
+    carries a derivative, which no derivative follows (a default is stored on the
+    function object, not captured)."""
+    captured = sorted((free_names(node) & active) - {name})
+    label = _closure_label(name, node)
+    late = [c for c in captured if c in rebound and (after is None or c in after)]
+    if late:
+        return captured, (
+            f"{label} captures {', '.join(map(repr, late))}, which is assigned again in this "
+            "function (or in a loop): Python's closures see the latest value, and the "
+            "derivative would go to the wrong one. To fix: pass the value as an argument "
+            "(lambda v, k: ... called with k), or define the function after the last "
+            "assignment"
+        )
+    if type(node) in _FUNCTION_SCOPES:
+        early = sorted(definition_reads(node) & active)
+        if early:
+            return captured, (
+                f"{label} has a default value or decorator that reads "
+                f"{', '.join(map(repr, early))}, which carries a derivative: a default is "
+                "evaluated once, when the function is defined, and no derivative flows "
+                "through it. To fix: pass the value as an argument at the call, or capture "
+                "it (use the variable in the body without a default)"
+            )
+    return captured, None
+
+
+def _closure_label(name: str, node: ast.AST) -> str:
+    """How an error names a nested function: a lambda has only the temporary the
+    normaliser bound it to, which the user never wrote."""
+    if type(node) is ast.Lambda or name.startswith("_ad_"):
+        return f"the lambda at line {getattr(node, 'lineno', '?')}"
+    return f"the nested function {name!r}"
+
+
+def _outer_reads(nodes: list[ast.AST]) -> set[str]:
+    """The names that expressions evaluated in the enclosing scope read."""
+    reads, nested, _bound, _global, _nonlocal = _scope(nodes)
+    return reads | nested
+
+
+def _scope(nodes: list[ast.AST]) -> tuple[set[str], set[str], set[str], set[str], set[str]]:
+    """For code in one scope: the names it reads itself; the ``free_names`` of the
+    scopes nested in it; the names it binds; those it declares global and nonlocal."""
+    reads: set[str] = set()
+    nested: set[str] = set()
+    bound: set[str] = set()
+    declared_global: set[str] = set()
+    declared_nonlocal: set[str] = set()
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        kind = type(n)
+        if kind is _Name:
+            if type(n.ctx) is _Load:  # type: ignore[attr-defined]
+                reads.add(n.id)  # type: ignore[attr-defined]
+            else:
+                bound.add(n.id)  # type: ignore[attr-defined]
+            continue
+        if kind in _FUNCTION_SCOPES or kind in _COMPREHENSIONS or kind is ast.ClassDef:
+            nested |= free_names(n)
+            if kind is not ast.Lambda and kind not in _COMPREHENSIONS:
+                bound.add(n.name)  # type: ignore[attr-defined]
+            if kind in _COMPREHENSIONS:
+                # A walrus in a comprehension binds in the enclosing scope.
+                bound.update(
+                    w.target.id  # type: ignore[attr-defined]
+                    for w in ast.walk(n)
+                    if type(w) is ast.NamedExpr
+                )
+            continue
+        if kind is ast.Global:
+            declared_global.update(n.names)  # type: ignore[attr-defined]
+        elif kind is ast.Nonlocal:
+            declared_nonlocal.update(n.names)  # type: ignore[attr-defined]
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            bound.update((al.asname or al.name).split(".")[0] for al in n.names)  # type: ignore[attr-defined]
+        elif kind is ast.ExceptHandler and n.name:  # type: ignore[attr-defined]
+            bound.add(n.name)  # type: ignore[attr-defined]
+        elif kind in _MATCH_BINDERS and getattr(n, "name", None):
+            bound.add(n.name)  # type: ignore[attr-defined]
+        elif kind is _MATCH_MAPPING and n.rest:  # type: ignore[attr-defined]
+            bound.add(n.rest)  # type: ignore[attr-defined]
+        for field in n._fields:
+            v = getattr(n, field, None)
+            if type(v) is list:
+                stack.extend([x for x in v if isinstance(x, _AST)])
+            elif isinstance(v, _AST):
+                stack.append(v)
+    return reads, nested, bound, declared_global, declared_nonlocal
+
+
+_MATCH_BINDERS = tuple(getattr(ast, k) for k in ("MatchAs", "MatchStar") if hasattr(ast, k))
+_MATCH_MAPPING = getattr(ast, "MatchMapping", None)
+
+
 def stored_names(node: ast.AST) -> list[str]:
     """Every name written anywhere inside ``node`` (with repeats, in no particular order)."""
     return [n.id for n in all_nodes(node) if type(n) is _Name and type(n.ctx) is _Store]
@@ -179,7 +392,8 @@ def _targets(t: ast.expr) -> list[str]:
 def _walk_stmts(body: list[ast.stmt]):
     for s in body:
         yield s
-        for field in ("body", "orelse"):
+        # A try's handlers (each with its own body) and finally block too.
+        for field in ("body", "orelse", "handlers", "finalbody"):
             inner = getattr(s, field, None)
             if isinstance(inner, list) and not isinstance(s, ast.FunctionDef):
                 yield from _walk_stmts(inner)
@@ -204,7 +418,7 @@ def active_names(
         elif isinstance(s, ast.For):
             edges.append((loaded_names(s.iter), _targets(s.target)))
         elif isinstance(s, ast.FunctionDef):
-            edges.append((loaded_names(s), [s.name]))
+            edges.append((free_names(s), [s.name]))
     active = set(seeds)
     changed = True
     while changed:

@@ -11,6 +11,8 @@ Output form (a new ``FunctionDef``; the input is not modified). Atoms are
   (comparisons, ``not``, f-strings, lambdas, constants of any shape)
 * ``return a``
 * ``if <plain>: ... else: ...``, ``for t in a: ...``, ``while <plain>: ...``
+* ``try: ... except <as written> [as e]: ... else: ... finally: ...`` and
+  ``with a [as t]: ...`` (one item, see ``desugar``), their blocks in this form
 * nested ``def``; ``assert``, ``raise``, ``import``, ``pass`` kept as they are.
 
 Operators become calls of the helpers ``_ad_op_<name>`` (``operator.<name>``);
@@ -20,9 +22,9 @@ container: ``d[k] = v`` becomes ``d = _ad_setitem(d, k, v)``; ``o.a = v``
 becomes ``o = _ad_setattr(o, "a", v)``; ``x += y`` becomes
 ``x = _ad_iop_add(x, y)``; ``lst.append(v)`` becomes ``lst = _ad_append(lst, v)``.
 Conditional expressions and ``and``/``or`` used as values become ``if``
-statements. Line numbers of the source statement are kept on every output
-statement, and every node has a location (a new node has the line of the
-statement it is in).
+statements; a walrus ``(x := v)`` becomes ``x = v`` where Python evaluates it.
+Line numbers of the source statement are kept on every output statement, and
+every node has a location (a new node has the line of the statement it is in).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import copy
 from typing import TypeVar
 
 from ..errors import UnsupportedSyntaxError
+from .anf_control import normalize_try, normalize_with, walrus_targets
 
 __all__ = ["BINOPS", "ITEM_UPDATE", "UNARYOPS", "normalize"]
 
@@ -82,6 +85,10 @@ class _Normalizer:
         self.locals = local_names if local_names is not None else set()
         self.counter = 0
         self.lineno = 0
+        #: Whether the function has a walrus anywhere; and the names the walruses
+        #: of the statement being normalised bind (see ``atom``).
+        self.has_walrus = False
+        self.walrus: frozenset[str] = frozenset()
 
     # --- helpers --------------------------------------------------------
 
@@ -127,8 +134,14 @@ class _Normalizer:
     # --- expressions ------------------------------------------------------
 
     def atom(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
-        """Flatten ``e``, appending statements to ``out``; return an atom."""
+        """Flatten ``e``, appending statements to ``out``; return an atom.
+
+        A name that a walrus of the same statement binds is read into a
+        temporary: Python reads its value here, and the walrus may rebind it
+        before the statement uses the atom (``f(x, (x := g(x)))``)."""
         if _is_atom(e):
+            if self.walrus and type(e) is ast.Name and e.id in self.walrus:
+                return self.bind(e, out)
             return e
         value = self.expr(e, out)
         if _is_atom(value):
@@ -195,6 +208,12 @@ class _Normalizer:
             return self.index(e, out)
         if isinstance(e, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             return self.comprehension(e, out)
+        if isinstance(e, ast.NamedExpr):
+            # (x := v): bind x, and the value is v's atom (a temporary, or a constant):
+            # a later walrus in the statement may rebind x before the value is used.
+            value = self.atom(e.value, out)
+            out.append(self.assign(e.target.id, value))
+            return value
         if isinstance(e, ast.Starred):
             raise self.error(e, "a starred expression is only supported in calls and displays")
         raise self.error(e, f"{type(e).__name__} expressions are not supported")
@@ -291,7 +310,11 @@ class _Normalizer:
             out.append(self.assign(acc, self.new(ast.List(elts=[], ctx=ast.Load()))))
         gens = e.generators  # type: ignore[attr-defined]
         if any(g.is_async for g in gens):
-            raise self.error(e, "async comprehensions are not supported")
+            raise self.error(
+                e,
+                "async comprehensions cannot be differentiated. To fix: collect the values "
+                "first and use a plain comprehension over them",
+            )
 
         def build(i: int) -> list[ast.stmt]:
             body: list[ast.stmt] = []
@@ -429,6 +452,8 @@ class _Normalizer:
         return out
 
     def stmt(self, s: ast.stmt, out: list[ast.stmt]) -> None:
+        if self.has_walrus:
+            self.walrus = walrus_targets(s)
         if isinstance(s, ast.Assign):
             value = self.expr(s.value, out)
             first, *others = s.targets
@@ -518,6 +543,10 @@ class _Normalizer:
                     col_offset=0,
                 )
             )
+        elif isinstance(s, ast.Try):
+            out.append(normalize_try(self, s))
+        elif isinstance(s, ast.With):
+            normalize_with(self, s, out)
         elif isinstance(
             s,
             (
@@ -536,8 +565,10 @@ class _Normalizer:
             raise self.error(s, f"{type(s).__name__} statements are not supported")
 
 
-def _local_names(fn: ast.FunctionDef) -> set[str]:
-    """Names bound in ``fn``'s own scope (parameters, assignments, loop targets, defs)."""
+def _local_names(fn: ast.FunctionDef) -> tuple[set[str], bool]:
+    """Names bound in ``fn``'s own scope (parameters, assignments, loop targets, defs,
+    walrus targets, ``except ... as`` names); and whether it has a walrus."""
+    has_walrus = False
     a = fn.args
     names = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
     names |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
@@ -551,6 +582,10 @@ def _local_names(fn: ast.FunctionDef) -> set[str]:
             continue
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
+        elif isinstance(node, ast.NamedExpr):
+            has_walrus = True
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names |= {(al.asname or al.name).split(".")[0] for al in node.names}
         for field in node._fields:  # ast.iter_child_nodes, inline
@@ -559,7 +594,7 @@ def _local_names(fn: ast.FunctionDef) -> set[str]:
                 stack.extend([x for x in v if isinstance(x, ast.AST)])
             elif isinstance(v, ast.AST):
                 stack.append(v)
-    return names
+    return names, has_walrus
 
 
 def _always_returns(body: list[ast.stmt]) -> bool:
@@ -595,7 +630,9 @@ def normalize(tree: ast.FunctionDef, filename: str) -> ast.FunctionDef:
     Leaf expressions (names, constants, operators) may be shared with the input.
     """
     tree = copy.copy(tree)
-    norm = _Normalizer(filename, tree.name, _local_names(tree))
+    local, has_walrus = _local_names(tree)
+    norm = _Normalizer(filename, tree.name, local)
+    norm.has_walrus = has_walrus
     norm.lineno = tree.lineno
     body = norm.stmts(tree.body)
     if not _always_returns(body):

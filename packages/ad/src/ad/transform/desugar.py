@@ -1,4 +1,5 @@
-"""Pass 3a, desugar: remove early ``return``, ``continue`` and mid-body ``break``.
+"""Pass 3a, desugar: remove early ``return``, ``continue`` and mid-body ``break``;
+lower ``match`` to ``if`` statements (see ``patterns``).
 
 Output form (a new tree): returns appear only as the function's last
 statement or at the end of the branches of a final ``if``; ``continue`` is
@@ -7,6 +8,9 @@ loop body. What ran is recorded in plain boolean flags (``_ad_done``,
 ``_ad_brkN``, ``_ad_cntN``) and the statements after a possible exit are
 guarded by ``if not <flags>:`` — so every statement the adjoint replays was
 really executed, and the adjoint's control flow mirrors the primal's.
+``try`` and ``with`` keep their shape (an exit inside sets its flag, so the
+``finally`` block and the context manager's ``__exit__`` still run); a
+``with`` of several items becomes nested ``with`` statements of one each.
 """
 
 from __future__ import annotations
@@ -15,7 +19,11 @@ import ast
 import copy
 from dataclasses import dataclass
 
+from .patterns import lower_match
+
 __all__ = ["desugar"]
+
+_MATCH = getattr(ast, "Match", None)
 
 _RET, _DONE, _RETV = "ret", "_ad_done", "_ad_retv"
 
@@ -154,7 +162,63 @@ class _Desugar:
             return [new], exits
         if isinstance(s, (ast.For, ast.While)):
             return self.loop(s, line)
+        if isinstance(s, ast.Try):
+            return self.try_(s, line)
+        if isinstance(s, ast.With):
+            return self.with_(s, line)
+        if _MATCH is not None and isinstance(s, _MATCH):
+            # if/elif tests and bindings (``patterns``), then desugared as any code.
+            self.counter += 1
+            return self.block(lower_match(s, f"_ad_m{self.counter}"))
         return [s], set()
+
+    def try_(self, s: ast.Try, line: int) -> tuple[list[ast.stmt], set[str]]:
+        """A ``try`` keeps its shape; its blocks lose their exits. ``else`` runs only
+        when the body ran to its end, not when it returned or left the loop: it is
+        guarded by the body's flags. (``fence`` refuses exits from ``finally``.)"""
+        body, exits = self.block(s.body)
+        body_flags = sorted(self.flags(exits - {"!"}))
+        handlers: list[ast.ExceptHandler] = []
+        body_always_exits = "!" in exits
+        every_handler_exits = True
+        for h in s.handlers:
+            hbody, hexits = self.block(h.body)
+            every_handler_exits = every_handler_exits and "!" in hexits
+            exits |= hexits
+            new_h = copy.copy(h)
+            new_h.body = hbody or [ast.Pass(lineno=h.lineno, col_offset=0)]
+            handlers.append(new_h)
+        orelse, else_exits = self.block(s.orelse)
+        if orelse and body_flags:
+            test = _not(_any(body_flags, line), line)
+            orelse = [ast.If(test=test, body=orelse, orelse=[], lineno=line, col_offset=0)]
+        finalbody, _ = self.block(s.finalbody)
+        new = copy.copy(s)
+        new.body = body or [ast.Pass(lineno=line, col_offset=0)]
+        new.handlers = handlers
+        new.orelse = orelse
+        new.finalbody = finalbody
+        exits = (exits | else_exits) - {"!"}
+        # The statement always exits when its body does and no handler goes on.
+        if body_always_exits and every_handler_exits:
+            exits.add("!")
+        return [new], exits
+
+    def with_(self, s: ast.With, line: int) -> tuple[list[ast.stmt], set[str]]:
+        """``with a, b: ...`` as ``with a: with b: ...`` (``b`` is evaluated after
+        ``a`` is entered). A context manager may suppress an exception of the
+        body and go on after the ``with``: an exit inside is never unconditional."""
+        body_src = s.body
+        if len(s.items) > 1:
+            inner = copy.copy(s)
+            inner.items = s.items[1:]
+            inner.lineno = getattr(s.items[1].context_expr, "lineno", line)
+            body_src = [inner]
+        body, exits = self.block(body_src)
+        new = copy.copy(s)
+        new.items = s.items[:1]
+        new.body = body or [ast.Pass(lineno=line, col_offset=0)]
+        return [new], exits - {"!"}
 
     def loop(self, s: ast.For | ast.While, line: int) -> tuple[list[ast.stmt], set[str]]:
         self.counter += 1

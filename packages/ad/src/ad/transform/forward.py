@@ -32,10 +32,24 @@ from ._nodes import assign as _assign
 from ._nodes import call as _call
 from ._nodes import name as _n
 from ._nodes import tuple_ as _tuple
-from .activity import loaded_names, param_names, value_is_active
+from .activity import (
+    capture_errors,
+    closure_contexts,
+    loaded_names,
+    param_names,
+    value_is_active,
+)
 from .compiled import Compiled, signature_of
-from .guards import argument_write_guard, local_names, ownership_guard, returned_names
+from .guards import (
+    argument_write_guard,
+    captured_write,
+    local_names,
+    ownership_guard,
+    rebound_names,
+    returned_names,
+)
 from .source import register_generated
+from .tracking import WriteMarks, ad_error_handler, caught_check, guard_with_body
 
 __all__ = ["build_forward", "generate_forward", "t"]
 
@@ -64,6 +78,10 @@ class _Gen:
         self.params: frozenset[str] = frozenset()
         self.mutable_params: frozenset[str] = frozenset()
         self.local: Callable[[], frozenset[str]] = frozenset
+        self.marks: WriteMarks | None = None  # see ``tracking.WriteMarks``
+        # Set by generate_forward: what closures see (see ``activity.closure_contexts``).
+        self.rebound: frozenset[str] = frozenset()
+        self.closures: dict[int, frozenset[str] | None] = {}
 
     def fresh(self) -> str:
         self.counter += 1
@@ -114,12 +132,49 @@ class _Gen:
             return self.for_(s, line)
         if isinstance(s, ast.FunctionDef):
             return [s, *self.closure_tangent(s.name, s, line)]
+        if isinstance(s, ast.Try):
+            return [self.try_(s, line)]
+        if isinstance(s, ast.With):
+            return self.with_(s, line)
         if isinstance(s, (ast.Import, ast.ImportFrom)):
             names = [(a.asname or a.name).split(".")[0] for a in s.names]
             return [s, *self.zeros(names, line)]
         if isinstance(s, ast.Continue):
             raise self.error(s, "internal: `continue` should have been desugared")
         return [s]
+
+    def try_(self, s: ast.Try, line: int) -> ast.Try:
+        """A ``try`` as it is: a statement that raised set neither its value nor its
+        tangent, so what ran is what the tangents say. ``ad.ADError`` is re-raised
+        before the user's handlers (see ``tracking``)."""
+        handlers = [ad_error_handler(line)] if s.handlers else []
+        for h in s.handlers:
+            body = [
+                caught_check(h.lineno),
+                *self.zeros([h.name] if h.name else [], h.lineno),
+                *self.block(h.body),
+            ]
+            handlers.append(
+                ast.ExceptHandler(
+                    h.type, h.name, body or [ast.Pass()], lineno=h.lineno, col_offset=0
+                )
+            )
+        final = self.block(s.finalbody)
+        return ast.Try(
+            body=self.block(s.body) or [ast.Pass()],
+            handlers=handlers,
+            orelse=self.block(s.orelse),
+            finalbody=final if final or handlers else [ast.Pass()],
+            lineno=line,
+            col_offset=0,
+        )
+
+    def with_(self, s: ast.With, line: int) -> list[ast.stmt]:
+        """A ``with`` as it is; its target (``__enter__``'s value) has no tangent."""
+        target = s.items[0].optional_vars
+        names = [target.id] if isinstance(target, ast.Name) else []
+        body = [*self.zeros(names, line), *self.block(s.body)]
+        return guard_with_body(s, body, self.fresh(), line)
 
     def for_(self, s: ast.For, line: int) -> list[ast.stmt]:
         name = s.target.id  # type: ignore[attr-defined]  # ANF: loop targets are names
@@ -155,7 +210,12 @@ class _Gen:
         """A closure's tangent: the tangents of the active variables it captures."""
         if name not in self.active:
             return []
-        captured = sorted((loaded_names(node) & self.active) - {name})
+        # As in reverse mode: the tangent is taken when the closure is defined, so a
+        # capture rebound later, or a default that carries a derivative, is refused.
+        after = self.closures.get(id(node))
+        captured, refused = capture_errors(name, node, self.active, self.rebound, after)
+        if refused:
+            raise self.error(node, refused)
         value = _call(
             "_ad_fn_tangent",
             _const_tuple(captured),
@@ -183,11 +243,15 @@ class _Gen:
             return [s, _assign(t(names[0]), tangent, line)]
         if not isinstance(value, ast.Call):
             raise self.error(s, f"cannot differentiate through {ast.unparse(value)!r}")
+        refused = captured_write(names, value)
+        if refused:
+            raise self.error(s, refused)
         guards = argument_write_guard(
-            value, self.active, self.params, self.mutable_params, self.filename, line
+            value, self.active, self.params, self.mutable_params, self.filename, line, True
         )
-        guards += ownership_guard(s, True, self.params, self.local, self.filename)
-        return [*guards, *self.call(target, names, value, line)]
+        guards += ownership_guard(s, True, self.params, self.local, self.filename, True)
+        marks = self.marks.after(value, line) if self.marks is not None else []
+        return [*guards, *self.call(target, names, value, line), *marks]
 
     def call(self, target: ast.expr, names: list[str], value: ast.Call, line: int) -> list:
         func = value.func
@@ -255,6 +319,9 @@ def generate_forward(
     gen.params = frozenset(params)
     gen.mutable_params = returned_names(fn)
     gen.local = local_names(fn)
+    gen.marks = WriteMarks(fn)
+    gen.rebound = rebound_names(fn)
+    gen.closures = closure_contexts(fn.body)
     prologue: list[ast.stmt] = []
     if params:
         store = _tuple([_n(t(p), True) for p in params], store=True)

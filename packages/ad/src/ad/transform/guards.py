@@ -38,6 +38,7 @@ def ownership_guard(
     params: frozenset[str],
     local: Callable[[], frozenset[str]],
     filename: str,
+    forward: bool = False,
 ) -> list[ast.stmt]:
     """``x = _ad_own(x, "x", site, active)`` before a statement that writes
     into the object bound to the local ``x`` in place: ``x op= y``
@@ -59,7 +60,7 @@ def ownership_guard(
     if item is not None and isinstance(first, ast.Name):
         # ``a[i] op= v``: the element is updated in place, and stored back into ``a``.
         label, container = item
-        return [_own(first.id, label, container, active, filename, line)]
+        return [_own(first.id, label, container, active, filename, line, forward=forward)]
     arrays_only = False
     if fn.startswith("_ad_iop_") or fn in _WRITERS:
         target = s.targets[0]
@@ -78,7 +79,7 @@ def ownership_guard(
         name = out[0].id
     if name.startswith("_ad_"):
         return []
-    return [_own(name, name, None, active, filename, line, arrays_only)]
+    return [_own(name, name, None, active, filename, line, arrays_only, forward)]
 
 
 def _own(
@@ -89,8 +90,10 @@ def _own(
     filename: str,
     line: int,
     arrays_only: bool = False,
+    forward: bool = False,
 ) -> ast.stmt:
-    """``name = _ad_own(name, label, site, active[, within, name[, arrays_only]])``."""
+    """``name = _ad_own(name, label, site, active[, within, name[, arrays_only]])``
+    (``forward=True`` in forward-mode code)."""
     args: list[ast.expr] = [
         at(ast.Name(id=name, ctx=ast.Load()), line),
         at(ast.Constant(label), line),
@@ -103,7 +106,26 @@ def _own(
     if arrays_only:
         args.append(at(ast.Constant(True), line))
     store = at(ast.Name(id=name, ctx=ast.Store()), line)
-    return at(ast.Assign(targets=[store], value=_call("_ad_own", *args, line=line)), line)
+    call = _call("_ad_own", *args, line=line)
+    if forward:
+        call.keywords.append(ast.keyword("forward", at(ast.Constant(True), line)))
+    return at(ast.Assign(targets=[store], value=call), line)
+
+
+def captured_write(targets: list[str], value: ast.expr) -> str:
+    """Why an active write into a captured or global container (anf binds its
+    result to an ``_ad_nl`` name) is refused; "" for any other assignment."""
+    if not (targets and targets[0].startswith("_ad_nl")):
+        return ""
+    container = "?"
+    if isinstance(value, ast.Call) and value.args and isinstance(value.args[0], ast.Name):
+        container = value.args[0].id
+    return (
+        f"a value that carries a derivative is written into {container!r}, which is not a "
+        "local variable of this function (it is captured or global): its derivative "
+        "would be lost. To fix: build the container inside the function, or pass it in "
+        "and return it"
+    )
 
 
 def local_names(fn: ast.FunctionDef) -> Callable[[], frozenset[str]]:
@@ -125,6 +147,7 @@ def argument_write_guard(
     mutable_params: frozenset[str],
     filename: str,
     line: int,
+    forward: bool = False,
 ) -> list[ast.stmt]:
     """``arg[k] = v`` (or ``.append``, attribute writes) into an argument the
     function does not return: the caller would not see the change in the
@@ -146,6 +169,8 @@ def argument_write_guard(
             last,
             at(ast.Constant(first.id), line),
             at(ast.Constant(f"{filename}:{line}"), line),
+            at(ast.Name(id=first.id, ctx=ast.Load()), line),
+            at(ast.Constant(forward), line),
             line=line,
         )
         return [ast.Expr(value=check, lineno=line, col_offset=0)]

@@ -33,6 +33,7 @@ from ._nodes import load as _ln
 from ._nodes import store as _sn
 from .activity import (
     all_nodes,
+    capture_errors,
     loaded_names,
     param_names,
     stored_names,
@@ -43,6 +44,7 @@ from .codegen import mark_located
 from .fuse import Region, emit, find_regions, module_attribute
 from .guards import (
     argument_write_guard,
+    captured_write,
     local_names,
     ownership_guard,
     rebound_names,
@@ -50,6 +52,7 @@ from .guards import (
 )
 from .inline import arithmetic, fast_helper, inline_adjoint, inline_op
 from .simplify import simplify_adjoint
+from .tracking import Track, WriteMarks, tracked_block, try_or_with
 
 __all__ = ["generate"]
 
@@ -221,6 +224,8 @@ class _Gen:
     elides: bool = False  # a fused region may skip the value (see ``generate``)
     loads: Counter | None = None  # how often each name is read in ``body`` (see regions)
     n_fused: int = 0
+    track: Track | None = None  # the blocks of a try/with being tracked (see ``tracking``)
+    marks: WriteMarks | None = None  # writes an exception must not leave behind (``tracking``)
 
     # --- tape ---------------------------------------------------------------
 
@@ -338,6 +343,8 @@ class _Gen:
     # --- blocks ---------------------------------------------------------------
 
     def block(self, stmts: list[ast.stmt], depth: int, tail: bool) -> tuple[list, list]:
+        if self.track is not None and self.track.depth == depth:
+            return tracked_block(self, stmts, depth)  # in a try or with, no loop between
         fwds: list[list[ast.stmt]] = []
         chunks: list[list[ast.stmt]] = []
         outputs: list[tuple[int, str]] = []  # (index, temporary) from a call with a rule
@@ -494,6 +501,8 @@ class _Gen:
             return self.while_(s, depth, line)
         if isinstance(s, ast.FunctionDef):
             return [s], self.closure_adjoint(s.name, s, line, self.stored_after(depth))
+        if isinstance(s, (ast.Try, ast.With)):
+            return try_or_with(self, s, depth, line)
         if isinstance(s, ast.Continue):
             raise self.error(s, "internal: `continue` should have been desugared")
         return [s], []
@@ -520,21 +529,9 @@ class _Gen:
             value, self.active, self.params, self.mutable_params, self.filename, line
         )
         guard += ownership_guard(s, True, self.params, self.local, self.filename)
-        if tnames and tnames[0].startswith("_ad_nl"):
-            container = (
-                value.args[0].id
-                if isinstance(value, ast.Call)
-                and value.args
-                and isinstance(value.args[0], ast.Name)
-                else "?"
-            )  # type: ignore[attr-defined]
-            raise self.error(
-                s,
-                f"a value that carries a derivative is written into {container!r}, which is not a "
-                "local variable of this function (it is captured or global): its derivative "
-                "would be lost. To fix: build the container inside the function, or pass it in "
-                "and return it",
-            )
+        refused = captured_write(tnames, value)
+        if refused:
+            raise self.error(s, refused)
         if isinstance(value, ast.Lambda):
             return [s], self.closure_adjoint(tnames[0], value, line, self.stored_after(depth))
         if isinstance(value, ast.Name):  # copy
@@ -557,6 +554,8 @@ class _Gen:
         if not isinstance(value, ast.Call):
             raise self.error(s, f"cannot differentiate through {ast.unparse(value)!r}")
         fwd, bwd = self.call(target, tnames, value, depth, line)
+        if self.marks is not None:
+            fwd += self.marks.after(value, line)
         return guard + fwd, bwd
 
     def call(
@@ -720,6 +719,17 @@ class _Gen:
                 "_ad_kw_ct", _ln(f"_ad_g{n_results - 1}", line), _const(kname, line), line=line
             )
             inner.append(self.accumulate(name, got, line))
+        # A pullback that wrote an object's field runs whatever its input (``ad._state``).
+        held = _ln(pb if depth == 0 else "_ad_p", line)
+        stateful = at(
+            _Compare(
+                at(_Call(_ln("type", line), [held], []), line),
+                [ast.Is()],
+                [_ln("_ad_Stateful", line)],
+            ),
+            line,
+        )
+        test = at(ast.BoolOp(_OR, [test, stateful]), line)
         bwd = [*pop, at(ast.If(test, inner, []), line)]
         return fwd, bwd
 
@@ -745,18 +755,10 @@ class _Gen:
         """
         if name not in self.active:
             return []
-        captured = sorted((loaded_names(node) & self.active) - {name})
-        late = [
-            c for c in captured if c in self.rebound and (stored_after is None or c in stored_after)
-        ]
-        if late:
-            raise self.error(
-                node,
-                f"the nested function {name!r} captures {', '.join(map(repr, late))}, which is "
-                "assigned again in this function (or in a loop): Python's closures see the "
-                "latest value, and the derivative would go to the wrong one. To fix: pass the "
-                "value as an argument, or bind it as a default (lambda v, k=k: ...)",
-            )
+        after = None if stored_after is None else frozenset(stored_after)
+        captured, refused = capture_errors(name, node, self.active, self.rebound, after)
+        if refused:  # a late capture, or a default that carries a derivative
+            raise self.error(node, refused)
         self.adjoints.add(name)
         out: list[ast.stmt] = [
             _assign("_ad_g", _ln(d(name), line), line),
@@ -965,6 +967,7 @@ def generate(
         body=fn.body,
         callees=callees,
     )
+    gen.marks = WriteMarks(fn)
     fwd_body, bwd_body = gen.block(fn.body, 0, True)
     simplify_adjoint(
         bwd_body,

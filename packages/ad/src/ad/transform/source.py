@@ -3,7 +3,10 @@
 Output form: a ``FunctionDef`` without decorators whose line numbers are the
 ones in the user's file; a lambda becomes ``def <lambda>(...): return body``.
 Several lambdas on one line are told apart by their arguments and, on Python
-3.11+, by the column positions recorded in the code object.
+3.11+, by the column positions recorded in the code object. A lambda's lines
+are parsed alone when they can be (completed as a fragment of an expression);
+one in a statement's header (``for fn in (lambda w: ..., ...):``, a ``while``
+or ``if`` test, a ``with`` item, a decorator) is found in the whole file.
 """
 
 from __future__ import annotations
@@ -95,13 +98,22 @@ def get_source(fn: types.FunctionType) -> FunctionSource:
         try:
             block = inspect.getblock(lines[code.co_firstlineno - 1 :])
         except (IndexError, SyntaxError) as e:
-            raise _no_source(code, f"its source could not be read ({e})") from e
-        parsed = _parse_block(block, code)
+            block = None
+            if code.co_name != "<lambda>":
+                raise _no_source(code, f"its source could not be read ({e})") from e
+        parsed = _parse_block(block, code) if block is not None else None
+        if parsed is None and code.co_name == "<lambda>":
+            # A lambda in a statement's header (a ``for``, ``while``, ``with`` or
+            # ``if`` line, a decorator), which no piece of the file parses as
+            # alone: find it in the whole file, parsed once.
+            parsed = _parse_file(filename, lines)
         if parsed is None:
             raise _no_source(code, "its source could not be parsed on its own")
     tree, dedent, extra = parsed
     if code.co_name == "<lambda>":
         node = _find_lambda(tree, code, dedent, extra)
+        if parsed is _FILE[2]:
+            node = copy.deepcopy(node)  # the cached file's tree stays as parsed
         # Located like the lambda: the only new nodes are these two.
         where = {
             "lineno": node.lineno,
@@ -134,6 +146,25 @@ def get_source(fn: types.FunctionType) -> FunctionSource:
         node.decorator_list = []
         return FunctionSource(node, filename, node.name)
     raise _no_source(code, "its definition was not found in the source")
+
+
+#: The last file parsed whole (``_parse_file``): its name, its lines, its tree.
+_FILE: list = [None, None, None]
+
+
+def _parse_file(filename: str, lines: list[str]) -> tuple[ast.Module, int, int] | None:
+    """The whole file, parsed (columns as in the file: nothing dedented or
+    prepended); None when it does not parse. The last one is kept: a file's
+    lambdas in headers are usually transformed one after another."""
+    if _FILE[0] == filename and _FILE[1] is lines:
+        return _FILE[2]
+    try:
+        tree = ast.parse("".join(lines))
+    except (SyntaxError, ValueError):
+        return None
+    parsed = (tree, 0, 0)
+    _FILE[:] = [filename, lines, parsed]
+    return parsed
 
 
 #: Up to this many lines above a function, its block is parsed behind blank lines.
