@@ -619,7 +619,19 @@ def walrus_in_and(x):
     return a
 
 
+def comprehension_scope(v):
+    # The loop variables are the comprehension's own; the walrus binds out here.
+    x = v * 2.0
+    ys = [x * 3.0 for x in [1.0, 2.0]]
+    rows = [[v, 2.0 * v], [3.0, v * v]]
+    out = [[x * y for x in row] for row in rows for y in [row[0]]]
+    fs = [lambda x: x * v for x in range(2)]
+    zs = [(last := x * v) for x in [1.0, 2.0]]
+    return x + ys[0] + out[0][1] + out[1][1] + fs[0](3.0) + last + zs[0]
+
+
 WALRUS_CASES = [
+    (comprehension_scope, (1.5,)),
     (walrus_in_condition, (3.0,)),
     (walrus_in_condition, (1.0,)),
     (walrus_in_expressions, (1.7,)),
@@ -645,6 +657,8 @@ def test_walrus_derivatives_by_hand():
     # 2x + 4x^2 -> 2 + 8x
     assert ad.withgradient(walrus_twice_in_one_expression, 1.0) == (6.0, (10.0,))
     assert ad.jvp(walrus_twice_in_one_expression, (1.0,), (1.0,)) == (6.0, 10.0)
+    # x = 2v, ys[0] = 3, 2v^2 + 3v^2, fs[0](3) = 3v, last = 2v, zs[0] = v: 8 + 10v
+    assert ad.gradient(comprehension_scope, 1.5)[0] == pytest.approx(2 + 10 * 1.5 + 3 + 2 + 1)
 
 
 # --- match ----------------------------------------------------------------------------

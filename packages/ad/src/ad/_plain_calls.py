@@ -117,15 +117,15 @@ def _is_library(f: Any, code: types.CodeType) -> bool:
     mod = getattr(f, "__module__", None)
     if not isinstance(mod, str) or mod.partition(".")[0] not in _STDLIB_NAMES:
         return False
-    if filename.startswith("<frozen "):
-        return True
-    path = os.path.realpath(filename)
-    return path.startswith(_STDLIB_DIRS) and "-packages" + os.sep not in path
+    return _in_stdlib(filename)
 
 
 # --- what carries no derivative -------------------------------------------------------
 
 _FREE_SCALARS = frozenset([str, bytes, bool, int, type(None), type(Ellipsis), range, type])
+#: Inputs nothing can change in place (a tuple's entries may be: they are not followed).
+_UNCHANGEABLE = _FREE_SCALARS | {float, complex, tuple, frozenset}
+_MISSING = object()
 
 
 def _opaque_free_types() -> tuple[type, ...]:
@@ -164,6 +164,8 @@ def derivative_free(v: Any, depth: int = 0) -> bool:
     t = type(v)
     if t in _FREE_SCALARS:
         return True
+    if t is float or t is complex:
+        return False
     if isinstance(v, (str, bytes, bool, int, type, AbstractZero, DERIVATIVE_FREE_TYPES)):
         return True
     np = sys.modules.get("numpy")
@@ -197,6 +199,8 @@ def _user_callable(v: Any) -> bool:
     """Whether ``v`` is a function (method, partial, callable object) of the user's,
     which plain Python would run without derivatives."""
     tv = type(v)
+    if tv in _UNCHANGEABLE:
+        return False
     if tv is _FunctionType:
         return not is_library_function(v)
     if tv is types.MethodType:
@@ -223,10 +227,6 @@ def _inputs(args: tuple, kwargs: dict | None, receiver: Any) -> list[Any]:
     return out
 
 
-#: Inputs nothing can change in place (a tuple's entries may be: they are not followed).
-_UNCHANGEABLE = _FREE_SCALARS | {float, complex, tuple, frozenset}
-
-
 class _Snapshot:
     """What a library call could change in its inputs without the AD seeing: the
     entries of lists, dicts and sets, float and object arrays' values, and plain
@@ -248,7 +248,7 @@ class _Snapshot:
                 if v.dtype.kind in "fcO" and v.flags.writeable:
                     before.append((i, v, v.copy()))
             elif _has_state(v):
-                before.append((i, v, tuple(vars(v).items())))
+                before.append((i, v, dict(vars(v))))
         self.before = before
 
     def changed(self) -> tuple[int, Any] | None:
@@ -264,10 +264,8 @@ class _Snapshot:
                 if not _same_entries(old, new) and not derivative_free(v):
                     return i, v
             else:
-                new_items = vars(v)
-                was = dict(old)
-                for k, e in new_items.items():
-                    if (k not in was or was[k] is not e) and not derivative_free(e):
+                for k, e in vars(v).items():
+                    if old.get(k, _MISSING) is not e and not derivative_free(e):
                         return i, v
         return None
 
@@ -429,10 +427,30 @@ def _describe(v: Any) -> str:
     return f"{article} {kind} of shape {shape}" if shape not in (None, ()) else f"{article} {kind}"
 
 
-def _error(name: str, forward: bool, why: str) -> NoRuleError:
+def _user_site() -> str:
+    """file:line of the innermost differentiated frame of the user's code: not the
+    standard library's (a ``functools.wraps`` wrapper such as ``@contextmanager``'s
+    is transformed as the function it wraps, but its line is no help)."""
     from ._runtime import call_site
 
-    site = call_site()
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name in ("_ad_fwd", "_ad_back") and not _in_stdlib(code.co_filename):
+            return f"{code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return call_site()
+
+
+def _in_stdlib(filename: str) -> bool:
+    if filename.startswith("<frozen "):
+        return True
+    path = os.path.realpath(filename)
+    return path.startswith(_STDLIB_DIRS) and "-packages" + os.sep not in path
+
+
+def _error(name: str, forward: bool, why: str) -> NoRuleError:
+    site = _user_site()
     mode = " in forward mode" if forward else ""
     rule = "frule" if forward else "rrule"
     return NoRuleError(

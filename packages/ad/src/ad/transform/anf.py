@@ -34,7 +34,7 @@ import copy
 from typing import TypeVar
 
 from ..errors import UnsupportedSyntaxError
-from .anf_control import normalize_try, normalize_with, walrus_targets
+from .anf_control import normalize_try, normalize_with, scoped_comprehension, walrus_targets
 
 __all__ = ["BINOPS", "ITEM_UPDATE", "UNARYOPS", "normalize"]
 
@@ -302,7 +302,9 @@ class _Normalizer:
         return self.new(ast.Dict(keys=keys, values=[self.atom(k.value, out) for k in named]))
 
     def comprehension(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
-        """[elt for x in it if c] -> an explicit loop building a list (or set, dict)."""
+        """[elt for x in it if c] -> an explicit loop building a list (or set, dict);
+        the names it binds are its own (``scoped_comprehension``)."""
+        e = scoped_comprehension(self, e)
         acc = self.fresh()
         if isinstance(e, ast.DictComp):
             out.append(self.assign(acc, self.new(ast.Dict(keys=[], values=[]))))

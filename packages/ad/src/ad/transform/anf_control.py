@@ -1,24 +1,30 @@
-"""The part of pass 3 (``anf``) for ``try``, ``with`` and the walrus operator.
+"""The part of pass 3 (``anf``) for ``try``, ``with``, the walrus operator and
+the scope of a comprehension.
 
 ``try`` and ``with`` keep their shape with their blocks in A-normal form: the
 generators differentiate them (see ``tracking``). A walrus ``(x := v)`` becomes
 the assignment ``x = v`` where Python evaluates it (``_Normalizer.expr``); a
 read of ``x`` earlier in the same statement is taken into a temporary, since
 the walrus may rebind ``x`` before the statement uses that read
-(``walrus_targets``, ``_Normalizer.atom``).
+(``walrus_targets``, ``_Normalizer.atom``). A comprehension is lowered to a
+loop in the function's scope, so the names it binds are renamed first: they
+are its own, and must not overwrite the function's variables of the same name
+(a walrus inside binds in the function, as in Python: it is not renamed).
 """
 
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
+import copy
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
     from .anf import _Normalizer
 
-__all__ = ["normalize_try", "normalize_with", "walrus_targets"]
+__all__ = ["normalize_try", "normalize_with", "scoped_comprehension", "walrus_targets"]
 
 _BLOCKS = frozenset(["body", "orelse", "handlers", "finalbody"])
+_N = TypeVar("_N", bound=ast.AST)
 
 
 def _pass(line: int) -> ast.Pass:
@@ -101,3 +107,56 @@ def walrus_targets(s: ast.stmt) -> frozenset[str]:
             elif isinstance(v, ast.AST):
                 stack.append(v)
     return frozenset(found)
+
+
+_FUNCTIONS = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def scoped_comprehension(norm: _Normalizer, e: ast.expr) -> ast.expr:
+    """A copy of the comprehension ``e`` whose loop targets are fresh names
+    (``_ad_c<n>_<name>``), read under them everywhere in it but its first
+    iterable, which Python evaluates in the enclosing scope; ``e`` itself when it
+    binds no name. A nested lambda's own parameters keep their names."""
+    gens = e.generators  # type: ignore[attr-defined]
+    bound = {n.id for g in gens for n in ast.walk(g.target) if type(n) is ast.Name}
+    if not bound:
+        return e
+    norm.counter += 1
+    renamed = {name: f"_ad_c{norm.counter}_{name}" for name in sorted(bound)}
+    new = copy.copy(e)
+    first = copy.copy(gens[0])
+    first.target = _renamed(gens[0].target, renamed)
+    first.ifs = [_renamed(x, renamed) for x in gens[0].ifs]
+    new.generators = [first, *[_renamed(g, renamed) for g in gens[1:]]]  # type: ignore[attr-defined]
+    for name in ("elt", "key", "value"):
+        if hasattr(e, name):
+            setattr(new, name, _renamed(getattr(e, name), renamed))
+    return new
+
+
+def _renamed(node: _N, renamed: dict[str, str]) -> _N:
+    """A deep copy of ``node`` with the names in ``renamed`` renamed, except where a
+    nested function's parameter of the same name hides them."""
+    node = copy.deepcopy(node)
+    stack: list[tuple[ast.AST, dict[str, str]]] = [(node, renamed)]
+    while stack:
+        n, names = stack.pop()
+        if type(n) is ast.Name:
+            n.id = names.get(n.id, n.id)  # type: ignore[attr-defined]
+            continue
+        if isinstance(n, _FUNCTIONS):
+            a = n.args  # type: ignore[attr-defined]
+            own = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
+            inner = {k: v for k, v in names.items() if k not in own}
+            for d in [*a.defaults, *(d for d in a.kw_defaults if d is not None)]:
+                stack.append((d, names))  # evaluated outside the function
+            body = n.body if type(n.body) is list else [n.body]  # type: ignore[attr-defined]
+            stack.extend((b, inner) for b in body)
+            continue
+        for name in n._fields:
+            v = getattr(n, name, None)
+            if type(v) is list:
+                stack.extend((x, names) for x in v if isinstance(x, ast.AST))
+            elif isinstance(v, ast.AST):
+                stack.append((v, names))
+    return node
