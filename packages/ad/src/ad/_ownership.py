@@ -53,7 +53,7 @@ import rulescore
 from rulescore import NoTangent, frule, rrule
 
 from ._config import ADConfig
-from ._state import current, stateful
+from ._state import followed, stateful
 from .errors import MutationError
 from .transform import PURE_PREFIX
 
@@ -128,7 +128,7 @@ def own(
     """
     if type(x) in _IMMUTABLE or (arrays_only and not isinstance(x, _ndarray)):
         return x
-    if stateful(x) and current(forward) is not None:
+    if followed(x, forward):
         return x  # a user object's fields are followed by identity (ad._state)
     # references: the caller's variable, this parameter, getrefcount's argument
     n = sys.getrefcount(x) - _ALONE

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ._state import current, stateful
+from ._state import followed
 from .errors import ADError, CotangentShapeError, CotangentWriteError, MutationError
 
 _ndarray = np.ndarray
@@ -21,7 +21,7 @@ def argument_write(
     """Refuse writing a number or array into an argument the function does not
     return, unless it is a user object, whose fields this pass follows by
     identity (``ad._state``; ``forward``: the write is in forward-mode code)."""
-    if _carries_derivative(value) and not _followed(obj, forward):
+    if _carries_derivative(value) and not followed(obj, forward):
         raise MutationError(
             f"{site}: the function writes a {type(value).__name__} into its argument "
             f"{container!r} and does not return it: the caller would not see that change in "
@@ -29,17 +29,6 @@ def argument_write(
             "To fix: build a new container (d = {**d, k: v}, lst = lst + [v]) and return "
             f"it, or return {container!r} and rebind it in the caller."
         )
-
-
-def _followed(obj: Any, forward: bool) -> bool:
-    """Whether this pass already follows ``obj`` by identity (``ad._state``): a
-    user object written before, so its holders read it as differentiated. One
-    built without a derivative (``a = Acc()``) is read by its caller as a
-    constant: a method's write into it would be lost there."""
-    if not stateful(obj):
-        return False
-    p = current(forward)
-    return p is not None and p.written.get(id(obj)) is obj
 
 
 def _carries_derivative(v: Any, depth: int = 0) -> bool:

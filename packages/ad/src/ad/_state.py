@@ -57,7 +57,7 @@ from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
 from ._accumulate import acc
 from ._once import ONCE
 
-__all__ = ["Pass", "Stateful", "current", "keep_stateful", "scope", "stateful", "tracked"]
+__all__ = ["Pass", "Stateful", "current", "followed", "keep_stateful", "scope", "stateful", "tracked"]
 
 _Z = ZeroTangent()
 _NO = NoTangent()
@@ -158,6 +158,18 @@ def tracked(obj: Any) -> Pass | None:
     if p is not None and p.written.get(id(obj)) is obj:
         return p
     return None
+
+
+def followed(obj: Any, forward: bool = False) -> bool:
+    """Whether the pass of this mode already follows ``obj`` by identity: a user
+    object written in it before, so its holders read it as differentiated. One
+    built without a derivative (``a = Acc()``) is read by its holders as a
+    constant until then: a first write that another holder would see (an alias,
+    the caller of a method) stays ownership's to refuse."""
+    if not stateful(obj):
+        return False
+    p = current(forward)
+    return p is not None and p.written.get(id(obj)) is obj
 
 
 class Stateful:
