@@ -57,7 +57,16 @@ from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
 from ._accumulate import acc
 from ._once import ONCE
 
-__all__ = ["Pass", "Stateful", "current", "followed", "keep_stateful", "scope", "stateful", "tracked"]
+__all__ = [
+    "Pass",
+    "Stateful",
+    "current",
+    "followed",
+    "keep_stateful",
+    "scope",
+    "stateful",
+    "tracked",
+]
 
 _Z = ZeroTangent()
 _NO = NoTangent()
