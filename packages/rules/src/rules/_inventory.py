@@ -2,8 +2,10 @@
 
 The inventory lists the functions of the libraries ``rules`` covers
 (``builtins``, ``operator``, ``math``, ``cmath``, ``numpy``, ``numpy.linalg``,
-``numpy.random``, and the methods of ``numpy.ndarray`` and of numpy scalars,
-``numpy.generic``) that have an ``rrule`` or ``frule``, whoever registered them. Rules for other functions (a user's own, a test's, rulescore's
+``numpy.fft``, ``numpy.random``, the methods of ``numpy.ndarray`` and of numpy
+scalars, ``numpy.generic``, and, where scipy is installed, ``scipy.special``,
+``scipy.linalg`` and ``scipy.stats``) that have an ``rrule`` or ``frule``,
+whoever registered them. Rules for other functions (a user's own, a test's, rulescore's
 ``ignore_derivatives``) are not listed, so the table does not depend on what
 else happens to be imported.
 
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import builtins
 import cmath
+import functools
+import importlib
 import math
 import operator
 import warnings
@@ -35,10 +39,24 @@ _NAMESPACES: dict[str, Any] = {
     "cmath": cmath,
     "numpy": np,
     "numpy.linalg": np.linalg,
+    "numpy.fft": np.fft,
     "numpy.random": np.random,
     "numpy.ndarray": np.ndarray,
     "numpy.generic": np.generic,
 }
+_SCIPY = ("scipy.special", "scipy.linalg", "scipy.stats")
+
+
+@functools.cache
+def _namespaces() -> dict[str, Any]:
+    """``_NAMESPACES`` and scipy's, where scipy is installed (imported on first use)."""
+    out = dict(_NAMESPACES)
+    for module in _SCIPY:
+        try:  # scipy is optional (the rules[scipy] extra)
+            out[module] = importlib.import_module(module)
+        except ImportError:  # pragma: no cover - environments without scipy
+            pass
+    return out
 
 
 @dataclass(frozen=True)
@@ -60,21 +78,37 @@ def _module_and_name(f: Any) -> tuple[str, str]:
     if objclass is not None:  # an unbound method or property such as numpy.ndarray.sum
         mod = getattr(objclass, "__module__", None) or ""
         return f"{mod}.{objclass.__name__}", name
-    mod = getattr(f, "__module__", None) or ""
+    mod = getattr(f, "__module__", None) or _namespace_holding(f)
     if mod == "_operator":
         mod = "operator"
     elif mod.startswith("numpy.linalg"):
         mod = "numpy.linalg"
+    elif mod.startswith("numpy.fft"):
+        mod = "numpy.fft"
     elif mod.startswith("numpy.random"):
         mod = "numpy.random"
     elif mod.startswith("numpy"):
         mod = "numpy"
+    elif mod.startswith("scipy.") and mod.split(".")[1] in ("special", "linalg", "stats"):
+        mod = ".".join(mod.split(".")[:2])
     return mod, name
 
 
+def _namespace_holding(f: Any) -> str:
+    """The first covered namespace binding ``f``, for objects without ``__module__``.
+
+    scipy.special's ufuncs have none.
+    """
+    for module in _namespaces():
+        if id(f) in _names(module):
+            return module
+    return ""
+
+
+@functools.cache
 def _names(module: str) -> dict[int, list[str]]:
     """The public names in a namespace, by the id of the object they are bound to."""
-    ns = _NAMESPACES[module]
+    ns = _namespaces()[module]
     out: dict[int, list[str]] = {}
     with warnings.catch_warnings():  # numpy warns on reading some deprecated names
         warnings.simplefilter("ignore")
@@ -112,15 +146,12 @@ def inventory() -> list[InventoryEntry]:
     for f in rrule.functions() + frule.functions():
         if _has_generic_rule(rrule, f) or _has_generic_rule(frule, f):
             fs[id(f)] = f
-    names: dict[str, dict[int, list[str]]] = {}
     out = []
     for f in fs.values():
         mod, name = _module_and_name(f)
-        if mod not in _NAMESPACES:
+        if mod not in _namespaces():
             continue
-        if mod not in names:
-            names[mod] = _names(mod)
-        aliases = tuple(sorted(n for n in names[mod].get(id(f), ()) if n != name))
+        aliases = tuple(sorted(n for n in _names(mod).get(id(f), ()) if n != name))
         out.append(
             InventoryEntry(
                 f, mod, name, _has_generic_rule(rrule, f), _has_generic_rule(frule, f), aliases
