@@ -133,7 +133,9 @@ def test_hand_derived_values():
     np.testing.assert_allclose(ad.gradient(caller_recursive, x), (1.5**3,), rtol=1e-15)
     assert ad.gradient(caller_fills_an_inactive_list, 3.0) == (12.0,)  # 2x^2
     assert ad.gradient(caller_sets_an_inactive_dict, 3.0) == (7.0,)  # x^2 + x
-    assert "_ad_rcall_masked(1, fill, empty, x)" in adjoint_source(caller_fills_an_inactive_list)
+    # A container built here and handed to code that may write it is followed by
+    # identity from then on (ad.transform.holders), so it is no constant of the call.
+    assert "_ad_rcall(_ad_follow, empty)" in adjoint_source(caller_fills_an_inactive_list)
 
 
 def test_the_caller_passes_the_mask_of_constants_and_inactive_names():

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from rules._sequences import dict_getitem_frule, sequence_getitem_frule
 from rulescore import NoTangent, Tangent, ZeroTangent, frule, unthunk
 
 from . import _forward, _helpers, _rules_objects
@@ -26,7 +27,15 @@ from ._dunders import defines_inplace
 from ._forward import call_with, entries, fcall, is_zero, mapping_entry, split, tan_list, tan_tuple
 from ._rules_objects import as_inplace_result, same_array_kind
 from ._runtime import call_site
-from ._state import current, read_tangent, stateful, write_tangent
+from ._state import (
+    current,
+    follow,
+    item_key,
+    merged_tangent,
+    read_tangent,
+    stateful,
+    write_tangent,
+)
 
 __all__: list[str] = []
 
@@ -314,8 +323,16 @@ def _(config: Any, ḟ: Any, ȯ: Any, k̇: Any, v̇: Any, obj: Any, key: Any, va
         ẏ[key] = 0 if is_zero(v̇) else unthunk(v̇)
         return y, ẏ
     ṫ = set_entry(obj, key, ȯ, v̇)
+    _written_item(obj, key, v̇)
     obj[key] = value
     return obj, ṫ
+
+
+def _written_item(obj: Any, key: Any, v̇: Any) -> None:
+    """Keep ``obj[key]``'s new tangent by identity where the pass follows ``obj``."""
+    p = current(forward=True)
+    if p is not None and p.written.get(id(obj)) is obj:
+        write_tangent(p, obj, item_key(obj, key), v̇)
 
 
 def _dtypes(*ts: Any) -> list:
@@ -349,8 +366,40 @@ def set_entry(obj: Any, key: Any, ȯ: Any, v̇: Any) -> Any:
 @frule.register(_helpers.append, config=ADConfig)
 def _(config: Any, ḟ: Any, l̇: Any, v̇: Any, lst: list, value: Any) -> Any:
     es = entries(l̇, len(lst), lst)
+    _written_item(lst, len(lst), v̇)
     lst.append(value)
     return lst, tan_list(*es, v̇)
+
+
+@frule.register(follow, config=ADConfig)
+def _(config: Any, ḟ: Any, ȯ: Any, obj: Any) -> Any:
+    return follow(obj), merged_tangent(obj, ȯ)
+
+
+def _followed_item(ẋ: Any, x: Any, key: Any) -> Any:
+    """``x[key]`` of a list or dict, with the tangent a write kept by identity."""
+    if type(key) is slice and isinstance(x, list):
+        es = entries(ẋ, len(x), x)
+        found = [read_tangent(x, i) for i in range(len(x))]
+        y = x[key]
+        ts = [e if f is None else f for e, f in zip(es, found)][key]
+        return y, tan_list(*ts)
+    written = read_tangent(x, item_key(x, key))
+    if written is not None:
+        return x[key], written
+    if isinstance(x, dict):
+        return dict_getitem_frule(_Z, ẋ, _Z, x, key)
+    return sequence_getitem_frule(_Z, ẋ, _Z, x, key)
+
+
+@frule.register(operator.getitem, config=ADConfig)
+def _(config: Any, ḟ: Any, ẋ: Any, k̇: Any, x: list, key: numbers.Integral | slice) -> Any:
+    return _followed_item(ẋ, x, key)
+
+
+@frule.register(operator.getitem, config=ADConfig)
+def _(config: Any, ḟ: Any, ẋ: Any, k̇: Any, x: dict, key) -> Any:  # any key, as rules'
+    return _followed_item(ẋ, x, key)
 
 
 def _iop_frule(op: str, inplace: Callable) -> Callable:

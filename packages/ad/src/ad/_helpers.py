@@ -47,7 +47,7 @@ from ._rules_objects import (
     setitem,
     super_init,
 )
-from ._state import Stateful
+from ._state import Stateful, follow
 from .transform.anf import BINOPS, UNARYOPS
 
 __all__ = ["HELPERS"]
@@ -79,6 +79,7 @@ HELPERS: dict[str, Any] = {
     "_ad_super_init": super_init,
     "_ad_setitem": setitem,
     "_ad_append": append,
+    "_ad_follow": follow,
     "_ad_unpack": unpack,
     "_ad_apply": apply,
     "_ad_merge_kw": merge_kw,

@@ -11,6 +11,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from rules._sequences import dict_getitem_rrule, sequence_getitem_rrule
 from rules._util import unbroadcast
 from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unthunk
 
@@ -18,7 +19,20 @@ from . import _runtime
 from ._config import ADConfig
 from ._cotangents import entries, from_list_ct, np_module
 from ._dunders import defines_inplace
-from ._state import current, keep_stateful, read_pullback, stateful, tracked, write_pullback
+from ._state import (
+    current,
+    follow,
+    follow_pullback,
+    holder,
+    item_key,
+    item_write_pullback,
+    keep_stateful,
+    read_item_pullback,
+    read_pullback,
+    stateful,
+    tracked,
+    write_pullback,
+)
 from .errors import CotangentShapeError, MutationError
 
 _Z = ZeroTangent()
@@ -426,6 +440,33 @@ def _(config: Any, sup: Any, *args: Any, **kwargs: Any) -> Any:
     return y, keep_stateful(pb, super_init_pullback)
 
 
+# --- containers followed by identity (ad._state) -------------------------------
+
+
+@rrule.register(follow, config=ADConfig)
+def _(config: Any, obj: Any) -> Any:
+    p = current()
+    if p is None or not holder(obj):
+        return obj, lambda ȳ: (_NO, ȳ)
+    return obj, follow_pullback(p, obj, p.mark(obj))
+
+
+@rrule.register(operator.getitem, config=ADConfig)
+def _(config: Any, obj: list, key: numbers.Integral | slice) -> Any:
+    p = tracked(obj)
+    if p is not None:  # followed by identity (ad._state)
+        return obj[key], read_item_pullback(p, obj, key)
+    return sequence_getitem_rrule(obj, key)
+
+
+@rrule.register(operator.getitem, config=ADConfig)
+def _(config: Any, obj: dict, key) -> Any:  # any key, as rules' rule for dicts
+    p = tracked(obj)
+    if p is not None:
+        return obj[key], read_item_pullback(p, obj, key)
+    return dict_getitem_rrule(obj, key)
+
+
 # --- item writes and in-place updates ---------------------------------------
 
 
@@ -439,6 +480,15 @@ def _(config: Any, obj: Any, key: Any, value: Any) -> Any:
     np = np_module()
     if np is not None and isinstance(obj, np.ndarray):
         return array_setitem(obj, key, value)
+    p = tracked(obj)
+    if p is not None and isinstance(obj, (list, dict)):  # followed by identity (ad._state)
+        if isinstance(obj, list) and not isinstance(key, int):
+            raise TypeError("slice assignment into a list is not differentiable; build a new list")
+        n = len(obj)
+        k = item_key(obj, key)
+        obj[key] = value
+        p.mark(obj)  # a write: the calls it happens in must run their pullbacks
+        return obj, item_write_pullback(p, obj, k, n)
     if isinstance(obj, list):
         n = len(obj)
         obj[key] = value
@@ -507,6 +557,10 @@ def append(lst: Any, value: Any) -> Any:
 def _(config: Any, lst: list, value: Any) -> Any:
     n = len(lst)
     lst.append(value)
+    p = tracked(lst)
+    if p is not None:  # followed by identity (ad._state)
+        p.mark(lst)
+        return lst, item_write_pullback(p, lst, n, n, append=True)
 
     def append_pullback(ȳ: Any) -> tuple:
         ȳ = unthunk(ȳ)

@@ -23,6 +23,12 @@ generated adjoint runs a ``Stateful`` pullback whatever its input.
 In forward mode the same identity keeps the tangents of the fields written,
 which reads through any name find first.
 
+Dicts and lists are followed the same way, keyed by item, from the point the
+transform asks for it (``follow``): where a function writes into a captured or
+global container, or hands a container or user object it built to code that
+may write into it (``a = Acc(); a.add(x)``, ``fill(d, x)``). Until then a
+container's cotangent flows along variables, as a value's does.
+
 Each differentiation (``ad.gradient``, ``ad.jvp``, ...) is one pass (``scope``);
 outside any, objects are followed along variables as before.
 
@@ -61,7 +67,12 @@ __all__ = [
     "Pass",
     "Stateful",
     "current",
+    "follow",
+    "follow_pullback",
     "followed",
+    "holder",
+    "item_key",
+    "item_write_pullback",
     "keep_stateful",
     "scope",
     "stateful",
@@ -161,6 +172,30 @@ def stateful(obj: Any) -> bool:
     return out
 
 
+def holder(obj: Any) -> bool:
+    """Whether the pass can follow ``obj`` by identity: a dict, a list, or a user object."""
+    return isinstance(obj, (dict, list)) or stateful(obj)
+
+
+def innermost() -> Pass | None:
+    """The innermost differentiation on this thread, of either mode."""
+    stack = getattr(_LOCAL, "stack", None)
+    return stack[-1] if stack and stack[-1] is not _SUSPENDED else None
+
+
+def follow(obj: Any) -> Any:
+    """From now on in this differentiation, follow ``obj`` by identity (see the
+    module): the transform calls it where a captured container is written, or a
+    container or object is handed to code that may write it. Returns ``obj``."""
+    p = innermost()
+    if p is not None and holder(obj):
+        if p.forward:
+            p.written.setdefault(id(obj), obj)
+        else:
+            p.mark(obj)
+    return obj
+
+
 def tracked(obj: Any) -> Pass | None:
     """The pass that keeps ``obj`` by identity (it was written in it), if any."""
     p = current()
@@ -175,7 +210,7 @@ def followed(obj: Any, forward: bool = False) -> bool:
     built without a derivative (``a = Acc()``) is read by its holders as a
     constant until then: a first write that another holder would see (an alias,
     the caller of a method) stays ownership's to refuse."""
-    if not stateful(obj):
+    if not holder(obj):
         return False
     p = current(forward)
     return p is not None and p.written.get(id(obj)) is obj
@@ -235,12 +270,130 @@ def write_pullback(p: Pass, obj: Any, name: str, first: bool) -> Stateful:
     return Stateful(stateful_setattr_pullback)
 
 
+def item_key(obj: Any, key: Any) -> Any:
+    """The store's key for ``obj[key]``: a list's index counted from the start."""
+    if type(key) is int and key < 0 and isinstance(obj, list):
+        return key + len(obj)
+    return key
+
+
+def _parts(obj: Any, ȳ: Any) -> dict:
+    """The entries of a cotangent ``ȳ`` of ``obj`` (a list, a dict, a user
+    object), by the key the store uses; zeros left out."""
+    ȳ = unthunk(ȳ)
+    if isinstance(ȳ, AbstractZero):
+        return {}
+    if isinstance(obj, list):
+        from ._cotangents import entries
+
+        # A rule that read the whole list (sum, np.array) saw it at its length then.
+        m = len(ȳ._backing) if isinstance(ȳ, Tangent) else len(ȳ)
+        return {i: e for i, e in enumerate(entries(ȳ, m, "a list")) if not _zero(e)}
+    b = ȳ._backing if isinstance(ȳ, Tangent) else ȳ
+    return {k: e for k, e in b.items() if not _zero(e)}
+
+
+def _whole(obj: Any, fields: dict, n: int) -> Any:
+    """The cotangent of ``obj`` (as it was with ``n`` items) made of ``fields``."""
+    if not fields:
+        return _Z
+    if isinstance(obj, list):
+        n = max(n, max(fields) + 1)  # entries a later reader saw, for the writes before
+        return [fields.get(i, _Z) for i in range(n)]
+    if isinstance(obj, dict):
+        return fields
+    return Tangent[type(obj)]._from_backing(fields)
+
+
+def _zero(ct: Any) -> bool:
+    return isinstance(ct, AbstractZero) or ct is None
+
+
+def follow_pullback(p: Pass, obj: Any, first: bool) -> Any:
+    """``follow(obj)``'s pullback. The cotangent along the variable is that of
+    reads which saw entries written before: each goes to the store, where those
+    writes take it. At the object's first following, what the store holds then
+    goes back along the variable, to where the object came from."""
+    n = len(obj) if isinstance(obj, list) else 0
+
+    def follow_pullback(ȳ: Any) -> tuple:
+        for key, ct in _parts(obj, ȳ).items():
+            p.deposit(obj, key, ct)
+        return (_NO, _whole(obj, p.take_all(obj), n) if first else _Z)
+
+    return Stateful(follow_pullback) if first else follow_pullback
+
+
+def read_item_pullback(p: Pass, obj: Any, key: Any) -> Any:
+    """``obj[key]``'s pullback when the container is followed by identity."""
+    if type(key) is slice:
+        keys = range(*key.indices(len(obj)))
+
+        def stateful_slice_pullback(ȳ: Any) -> tuple:
+            for k, ct in _parts([], ȳ).items():
+                p.deposit(obj, keys[k], ct)
+            return (_NO, _Z, _NO)
+
+        return stateful_slice_pullback
+    key = item_key(obj, key)
+
+    def stateful_getitem_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        if not isinstance(ȳ, AbstractZero):
+            p.deposit(obj, key, ȳ)
+        return (_NO, _Z, _NO)
+
+    return stateful_getitem_pullback
+
+
+def item_write_pullback(p: Pass, obj: Any, key: Any, before: int, append: bool = False) -> Stateful:
+    """The pullback of ``obj[key] = v`` (``append``: ``obj.append(v)``) into a
+    followed container (a list's length ``before`` the write):
+    ``v`` gets what reads after the write deposited, and its entry of the
+    cotangent along the variable."""
+
+    def stateful_setitem_pullback(ȳ: Any) -> tuple:
+        parts = _parts(obj, ȳ)
+        v = p.take(obj, key)
+        if key in parts:
+            v = acc(v, parts.pop(key))
+        rest = _whole(obj, parts, before)
+        return (_NO, rest, v) if append else (_NO, rest, _NO, v)
+
+    return Stateful(stateful_setitem_pullback)
+
+
 def write_tangent(p: Pass, obj: Any, name: str, v̇: Any) -> None:
     """Forward mode: the tangent of ``obj.name`` after a write, for every reader."""
     if not p.tangents:
         TANGENT_PASSES[0] += 1
     p.written.setdefault(id(obj), obj)
     p.tangents.setdefault(id(obj), {})[name] = v̇
+
+
+def merged_tangent(obj: Any, ȯ: Any) -> Any:
+    """Forward mode: ``obj``'s tangent along a variable, with the tangents of the
+    items or fields written by identity in this pass (through any name) over it,
+    for a list as long as it is now."""
+    p = current(forward=True)
+    if p is None:  # no pass follows anything (second order: see ``suspended``)
+        return ȯ
+    written = p.tangents.get(id(obj)) if p.tangents else None
+    if written and p.written.get(id(obj)) is obj:
+        fields = _parts(obj, ȯ)
+        fields.update(written)
+    elif isinstance(obj, list):
+        fields = _parts(obj, ȯ)
+    else:
+        return ȯ
+    fields = {k: v for k, v in fields.items() if not _zero(v)}
+    if not fields:
+        return _Z
+    if isinstance(obj, list):
+        return Tangent[list]._from_backing(tuple(_whole(obj, fields, len(obj))))
+    if isinstance(obj, dict):
+        return Tangent[dict]._from_backing(fields)
+    return _whole(obj, fields, 0)
 
 
 def read_tangent(obj: Any, name: str) -> Any:

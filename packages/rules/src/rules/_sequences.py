@@ -27,7 +27,14 @@ from rulescore import (
     unthunk,
 )
 
-__all__ = ["seq_cotangent", "seq_entries"]
+__all__ = [
+    "dict_getitem_frule",
+    "dict_getitem_rrule",
+    "seq_cotangent",
+    "seq_entries",
+    "sequence_getitem_frule",
+    "sequence_getitem_rrule",
+]
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -80,7 +87,7 @@ def _index_entries(n: int, i: Any, ȳ: Any) -> list:
 
 
 @rrule.register(operator.getitem)
-def _(x: _Seq, i: numbers.Integral | slice):
+def sequence_getitem_rrule(x: _Seq, i: numbers.Integral | slice):
     Ω = x[i]
     if type(x) is list:
         return Ω, _list_getitem_pullback(len(x), i, Ω)
@@ -128,7 +135,7 @@ def _list_getitem_pullback(n: int, i: Any, Ω: Any) -> Any:
 
 
 @frule.register(operator.getitem)
-def _(ḟ, ẋ, i̇, x: _Seq, i: numbers.Integral | slice):
+def sequence_getitem_frule(ḟ, ẋ, i̇, x: _Seq, i: numbers.Integral | slice):
     Ω = x[i]
     ẋ = unthunk(ẋ)
     if isinstance(ẋ, AbstractZero):
@@ -140,7 +147,7 @@ def _(ḟ, ẋ, i̇, x: _Seq, i: numbers.Integral | slice):
 
 
 @rrule.register(operator.getitem)
-def _(x: dict, k):
+def dict_getitem_rrule(x: dict, k):
     Ω = x[k]
 
     def getitem_pullback(ȳ):
@@ -153,7 +160,7 @@ def _(x: dict, k):
 
 
 @frule.register(operator.getitem)
-def _(ḟ, ẋ, k̇, x: dict, k):
+def dict_getitem_frule(ḟ, ẋ, k̇, x: dict, k):
     Ω = x[k]
     ẋ = unthunk(ẋ)
     if isinstance(ẋ, AbstractZero):

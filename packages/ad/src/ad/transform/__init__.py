@@ -1,6 +1,6 @@
 """The source transform, as an ordered list of passes over the stdlib ``ast``.
 
-source -> protocols -> fence -> desugar -> anf -> activity -> reverse (and fuse, which it calls on
+source -> protocols -> fence -> desugar -> anf -> holders -> activity -> reverse (and fuse, which it calls on
 each block outside loops) -> codegen, cached per code
 object (and per whether the closure's captured variables are differentiated).
 Forward mode shares the front (``front``: up to activity) and replaces
@@ -30,6 +30,7 @@ from .codegen import compile_primal, factory_module, used_names
 from .compiled import Compiled, signature_of
 from .desugar import desugar
 from .fence import check_supported
+from .holders import follow_holders
 from .protocols import explicit_protocols
 from .reverse import generate
 from .source import constant_freevars, get_source, register_generated
@@ -132,6 +133,9 @@ def front(
         positional = [p.arg for p in a.posonlyargs + a.args]
         seeds -= {name for i, name in enumerate(positional) if inactive >> i & 1}
     plain, callees, reads = _resolved_names(f, anf)
+    followed, seeds = follow_holders(anf, seeds, plain, f)
+    if followed is not anf:
+        anf, reads = followed, reads | {"_ad_follow"}
     return Front(anf, active_names(anf, seeds, plain), plain, src.filename, callees, reads)
 
 

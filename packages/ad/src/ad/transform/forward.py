@@ -332,6 +332,10 @@ def generate_forward(
                 prologue.append(
                     _assign(t(v), _call("_ad_field", _n("_ad_df"), ast.Constant(v)), line)
                 )
+    # A captured container the function writes into (see ``holders``) is active
+    # with a zero tangent: the tangents of its items follow it by identity.
+    outer = set(freevars) if closure_active else set()
+    prologue += gen.zeros(sorted(active - gen.local() - gen.params - outer), line)
     body = gen.block(fn.body)
     a = fn.args
     args = ast.arguments(

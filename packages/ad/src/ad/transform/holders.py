@@ -1,0 +1,276 @@
+"""Pass 4a, holders: containers and objects the pass must follow by identity.
+
+Input: an ANF ``FunctionDef`` and the activity seeds. Output: the same function
+with ``_ad_follow`` calls inserted, and the seeds grown by the names they bind.
+
+A write into a dict, list or user object is seen through every name that
+holds it. Variables carry a derivative only along the names the analysis
+knows, so ``ad._state`` follows such an object by identity instead, from the
+point ``follow`` marks it. This pass marks:
+
+* a captured or global container or object the function writes a value that
+  carries a derivative into (``D["x"] = x``, ``L.append(x)``, ``cfg.w = w``):
+  it is read through a local alias ``_ad_cap_<name> = _ad_follow(<name>)``
+  from the function's start, and written through it, so its reads here are
+  differentiated and the writes happen to the object itself;
+* a container or object the function builds (``{}``, ``[]``, ``dict()``,
+  ``list()``, a user class) and hands to code that may write into it (its
+  own method, ``a.add(x)``; a Python function, ``fill(d, x)``) in a call that
+  carries a derivative: ``a = _ad_follow(a)`` before that call and after it,
+  and ``a`` is active, so what the callee writes reaches its reads here (the
+  second follow sends the cotangent of the reads after the call, which flows
+  along ``a``, to the store before the callee's pullback runs).
+
+>>> import ad
+>>> D = {}
+>>> def f(x):
+...     D["x"] = x
+...     return D["x"] * D["x"]
+>>> ad.gradient(f, 5.0), D["x"]
+((10.0,), 5.0)
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import types
+from typing import Any
+
+from .._state import holder
+from ._nodes import at
+from .activity import active_names, param_names, value_is_active
+
+__all__ = ["follow_holders"]
+
+#: ANF helpers that write into their first argument in place.
+WRITERS = frozenset(["_ad_setitem", "_ad_append", "_ad_setattr", "_ad_setattr_object"])
+#: Modules whose functions write nothing a caller reads as differentiated.
+_LIBRARIES = ("builtins", "numpy", "math", "cmath", "operator", "scipy", "rules", "rulescore")
+_CONSTRUCTORS = frozenset(["dict", "list"])
+
+
+def follow_holders(
+    fn: ast.FunctionDef, seeds: set[str], plain: frozenset[str], f: types.FunctionType
+) -> tuple[ast.FunctionDef, set[str]]:
+    """``fn`` with its holders followed (see the module), and the grown seeds."""
+    seeds = set(seeds)
+    resolve = _resolver(fn, f)
+    free_done: set[str] = set()
+    local_done: set[str] = set()
+    for _ in range(4):  # following makes names active, which can activate more calls
+        active = active_names(fn, seeds, plain)
+        free, local = _to_follow(fn, active, plain, resolve)
+        free -= free_done
+        local -= local_done
+        if not free and not local:
+            break
+        if free:
+            fn = _alias_free(fn, free)
+            free_done |= free
+            seeds |= free | {_alias(n) for n in free}
+        if local:
+            fn = _follow_before_calls(fn, local, active, plain, resolve)
+            local_done |= local
+            seeds |= local
+    return fn, seeds
+
+
+def _alias(name: str) -> str:
+    return f"_ad_cap_{name}"
+
+
+def _resolver(fn: ast.FunctionDef, f: types.FunctionType) -> Any:
+    """``resolve(name)``: what a name the function does not bind holds now
+    (``_UNBOUND`` for a local name or one that resolves to nothing)."""
+    local = set(param_names(fn)) | {
+        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    cells = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
+
+    def resolve(name: str) -> Any:
+        if name in local:
+            return _LOCAL
+        if name in cells:
+            try:
+                return cells[name].cell_contents
+            except ValueError:  # an empty cell
+                return _UNBOUND
+        if name in f.__globals__:
+            return f.__globals__[name]
+        return getattr(builtins, name, _UNBOUND)
+
+    return resolve
+
+
+_LOCAL = object()
+_UNBOUND = object()
+
+
+def _library(value: Any) -> bool:
+    """A function of a library (numpy, math, ...): it writes into no holder of ours."""
+    mod = getattr(value, "__module__", None) or ""
+    return mod.split(".")[0] in _LIBRARIES
+
+
+class _Calls:
+    """What each statement of an ANF body hands to code that may write into it."""
+
+    def __init__(self, active: set[str], plain: frozenset[str], resolve: Any) -> None:
+        self.active, self.plain, self.resolve = active, plain, resolve
+        self.receivers: dict[str, str] = {}  # a temporary bound to a method -> its object
+
+    def handed(self, s: ast.stmt) -> tuple[str | None, list[str]]:
+        """(the captured holder ``s`` writes into, or None; the names ``s``
+        hands to a call that may write them), for an active call."""
+        if not (isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)):
+            return None, []
+        call, target = s.value, s.targets[0]
+        func = call.func
+        if not isinstance(func, ast.Name):
+            return None, []
+        first = call.args[0] if call.args else None
+        if func.id == "_ad_getattr" and isinstance(first, ast.Name):
+            if isinstance(target, ast.Name):
+                self.receivers[target.id] = first.id
+            return None, []
+        if not value_is_active(call, self.active, self.plain):
+            return None, []
+        if func.id in WRITERS:
+            if isinstance(first, ast.Name) and self.resolve(first.id) is not _LOCAL:
+                return first.id, []
+            return None, []
+        if func.id in self.receivers:  # a method: it may write its object
+            return None, [self.receivers[func.id]] + _names(call.args)
+        if func.id.startswith("_ad_") or func.id in self.plain or _library(self.resolve(func.id)):
+            return None, []  # the AD's helpers and library functions write nothing of ours
+        return None, _names(call.args)
+
+
+def _names(args: list[ast.expr]) -> list[str]:
+    return [a.id for a in args if isinstance(a, ast.Name)]
+
+
+def _to_follow(
+    fn: ast.FunctionDef, active: set[str], plain: frozenset[str], resolve: Any
+) -> tuple[set[str], set[str]]:
+    """The free and the local holders ``fn`` writes or hands to a writing call."""
+    builds = _holder_builds(fn, resolve)
+    calls = _Calls(active, plain, resolve)
+    free: set[str] = set()
+    local: set[str] = set()
+    for s in _statements(fn.body):
+        written, handed = calls.handed(s)
+        for name in [written] + handed if written else handed:
+            found = resolve(name)
+            if name.startswith("_ad_cap_"):
+                local.add(name)  # a captured holder's alias: followed already
+            elif found is _LOCAL:
+                if name in builds:
+                    local.add(name)
+            elif found is not _UNBOUND and holder(found):
+                free.add(name)
+    return free, local
+
+
+def _holder_builds(fn: ast.FunctionDef, resolve: Any) -> set[str]:
+    """Local names some assignment binds to a new dict, list or user object."""
+    out: set[str] = set()
+    for s in _statements(fn.body):
+        if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)):
+            continue
+        v = s.value
+        if isinstance(v, (ast.Dict, ast.List)):
+            out.add(s.targets[0].id)
+        elif isinstance(v, ast.Call) and isinstance(v.func, ast.Name):
+            if v.func.id in ("_ad_mk_list", "_ad_mk_dict") or (
+                v.func.id in _CONSTRUCTORS and resolve(v.func.id) in (dict, list)
+            ):
+                out.add(s.targets[0].id)
+            else:
+                cls = resolve(v.func.id)
+                if isinstance(cls, type) and not _library(cls):
+                    out.add(s.targets[0].id)
+    return out
+
+
+def _statements(body: list[ast.stmt]):
+    """Every statement of a body, nested blocks included (not nested functions)."""
+    for s in body:
+        yield s
+        for field in ("body", "orelse", "handlers", "finalbody"):
+            inner = getattr(s, field, None)
+            if isinstance(inner, list) and not isinstance(s, ast.FunctionDef):
+                yield from _statements(inner)
+
+
+def _follow_call(target: str, source: str, line: int) -> ast.Assign:
+    call = ast.Call(ast.Name("_ad_follow", ast.Load()), [ast.Name(source, ast.Load())], [])
+    return at(ast.Assign([ast.Name(target, ast.Store())], at(call, line)), line)
+
+
+def _alias_free(fn: ast.FunctionDef, names: set[str]) -> ast.FunctionDef:
+    """Read and write each captured holder in ``names`` through a local alias."""
+    line = fn.body[0].lineno if fn.body else fn.lineno
+
+    class Rename(ast.NodeTransformer):
+        def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+            return node  # a nested function captures the name itself
+
+        visit_Lambda = visit_FunctionDef  # type: ignore[assignment]
+
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if node.id in names and isinstance(node.ctx, ast.Load):
+                return ast.copy_location(ast.Name(_alias(node.id), ast.Load()), node)
+            return node
+
+        def visit_Assign(self, node: ast.Assign) -> ast.AST:
+            self.generic_visit(node)
+            v = node.value
+            if (
+                isinstance(v, ast.Call)
+                and isinstance(v.func, ast.Name)
+                and v.func.id in WRITERS
+                and isinstance(v.args[0], ast.Name)
+                and v.args[0].id in {_alias(n) for n in names}
+            ):  # a write into the holder rebinds its alias, as a local container's
+                node.targets = [ast.copy_location(ast.Name(v.args[0].id, ast.Store()), node)]
+            return node
+
+    new = ast.FunctionDef(**{k: getattr(fn, k) for k in fn._fields})
+    new.lineno, new.col_offset = fn.lineno, fn.col_offset
+    rename = Rename()
+    body = [rename.visit(s) for s in fn.body]
+    new.body = [_follow_call(_alias(n), n, line) for n in sorted(names)] + body
+    return new
+
+
+def _follow_before_calls(
+    fn: ast.FunctionDef, names: set[str], active: set[str], plain: frozenset[str], resolve: Any
+) -> ast.FunctionDef:
+    """``name = _ad_follow(name)`` before each active call that hands ``name``
+    (as an argument or as a method's object) to code that may write it."""
+    calls = _Calls(active, plain, resolve)
+
+    def rewrite(body: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in body:
+            handed = sorted(set(calls.handed(s)[1]) & names)
+            out += [_follow_call(n, n, s.lineno) for n in handed]
+            if not isinstance(s, ast.FunctionDef):
+                for field in ("body", "orelse", "finalbody"):
+                    inner = getattr(s, field, None)
+                    if isinstance(inner, list):
+                        setattr(s, field, rewrite(inner))
+                for h in getattr(s, "handlers", None) or ():
+                    h.body = rewrite(h.body)
+            out.append(s)
+            # Again after: reads along the variable from here on go to the
+            # pass's store before the call's pullback runs (its writes take them).
+            out += [_follow_call(n, n, s.lineno) for n in handed]
+        return out
+
+    new = ast.FunctionDef(**{k: getattr(fn, k) for k in fn._fields})
+    new.lineno, new.col_offset = fn.lineno, fn.col_offset
+    new.body = rewrite(list(fn.body))
+    return new
