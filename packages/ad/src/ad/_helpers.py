@@ -47,7 +47,7 @@ from ._rules_objects import (
     setitem,
     super_init,
 )
-from ._state import Stateful, follow
+from ._state import Stateful, follow, unfollowed, unfollowed_call
 from .transform.anf import BINOPS, UNARYOPS
 
 __all__ = ["HELPERS"]
@@ -80,6 +80,8 @@ HELPERS: dict[str, Any] = {
     "_ad_setitem": setitem,
     "_ad_append": append,
     "_ad_follow": follow,
+    "_ad_unfollowed": unfollowed,
+    "_ad_unfollowed_call": unfollowed_call,
     "_ad_unpack": unpack,
     "_ad_apply": apply,
     "_ad_merge_kw": merge_kw,

@@ -448,7 +448,7 @@ def _(config: Any, obj: Any) -> Any:
     p = current()
     if p is None or not holder(obj):
         return obj, lambda ȳ: (_NO, ȳ)
-    return obj, follow_pullback(p, obj, p.mark(obj))
+    return obj, follow_pullback(p, obj, p.follow(obj))
 
 
 @rrule.register(operator.getitem, config=ADConfig)

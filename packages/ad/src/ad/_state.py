@@ -64,6 +64,7 @@ from ._accumulate import acc
 from ._once import ONCE
 
 __all__ = [
+    "CAPTURED_WRITTEN",
     "Pass",
     "Stateful",
     "current",
@@ -77,6 +78,8 @@ __all__ = [
     "scope",
     "stateful",
     "tracked",
+    "unfollowed",
+    "unfollowed_call",
 ]
 
 _Z = ZeroTangent()
@@ -93,10 +96,11 @@ class Pass:
     """One differentiation: the objects written in it (by id, held so the ids
     stay theirs), the cotangents of their fields, and their fields' tangents."""
 
-    __slots__ = ("forward", "store", "tangents", "written")
+    __slots__ = ("captured", "forward", "store", "tangents", "written")
 
     def __init__(self, forward: bool) -> None:
         self.forward = forward  # a forward-mode pass (jvp): it keeps tangents
+        self.captured = False  # it follows a captured or global holder (CAPTURED_WRITTEN)
         self.written: dict[int, Any] = {}
         self.store: dict[int, dict[str, Any]] = {}
         self.tangents: dict[int, dict[str, Any]] = {}
@@ -108,6 +112,15 @@ class Pass:
             return False
         self.written[id(obj)] = obj
         return True
+
+    def follow(self, obj: Any) -> bool:
+        """Follow ``obj`` by identity from now on; whether it is its first time."""
+        if id(obj) in CAPTURED_WRITTEN:
+            self.captured = True
+        if self.forward:
+            self.written.setdefault(id(obj), obj)
+            return False
+        return self.mark(obj)
 
     def deposit(self, obj: Any, name: str, ct: Any) -> None:
         fields = self.store.setdefault(id(obj), {})
@@ -189,11 +202,62 @@ def follow(obj: Any) -> Any:
     container or object is handed to code that may write it. Returns ``obj``."""
     p = innermost()
     if p is not None and holder(obj):
-        if p.forward:
-            p.written.setdefault(id(obj), obj)
-        else:
-            p.mark(obj)
+        p.follow(obj)
     return obj
+
+
+#: captured or global holders some transformed function writes (by id, held):
+#: every function reading one reads it through a followed alias (``holders``)
+CAPTURED_WRITTEN: dict[int, Any] = {}
+
+
+def unfollowed(obj: Any, name: str, site: str, fname: str) -> None:
+    """Refuse a read, as a constant, of a captured or global holder this pass
+    follows: a write elsewhere put a value that carries a derivative into it."""
+    p = innermost()
+    if p is not None and p.written.get(id(obj)) is obj:
+        from .errors import MutationError
+
+        raise MutationError(
+            f"{site}: {fname} reads {name!r} (captured or global) as a constant, but a "
+            "value carrying a derivative was written into it during this differentiation, "
+            "so the derivative would be lost.\n"
+            f"To fix: pass {name!r} as an argument to the functions that write and read "
+            "it, from the function that calls both, so that it is read as differentiated."
+        )
+
+
+def unfollowed_call(fn: Any, site: str, fname: str) -> None:
+    """Refuse a call run as plain Python (no argument carries a derivative) of a
+    function that reads a captured or global holder this pass follows: it would
+    read the written derivative-carrying value as a constant."""
+    p = innermost()
+    if p is None or not p.captured:
+        return
+    for name, obj in _holders_read(fn, 3, set()):
+        if p.written.get(id(obj)) is obj:
+            who = getattr(fn, "__qualname__", None) or type(fn).__name__
+            unfollowed(obj, name, site, f"{who} (called by {fname} with no differentiated input)")
+
+
+def _holders_read(fn: Any, depth: int, seen: set) -> Iterator[tuple[str, Any]]:
+    """The captured-written holders ``fn`` (and the functions it names) can read."""
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    if code is None or depth == 0 or code in seen:
+        return
+    seen.add(code)
+    names = {n: fn.__globals__.get(n) for n in code.co_names}
+    for n, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            names[n] = cell.cell_contents
+        except ValueError:  # an empty cell
+            pass
+    for n, value in names.items():
+        if CAPTURED_WRITTEN.get(id(value)) is value:
+            yield n, value
+        elif type(value) is types.FunctionType:
+            yield from _holders_read(value, depth - 1, seen)
 
 
 def tracked(obj: Any) -> Pass | None:

@@ -133,9 +133,9 @@ def front(
         positional = [p.arg for p in a.posonlyargs + a.args]
         seeds -= {name for i, name in enumerate(positional) if inactive >> i & 1}
     plain, callees, reads = _resolved_names(f, anf)
-    followed, seeds = follow_holders(anf, seeds, plain, f)
+    followed, seeds = follow_holders(anf, seeds, plain, f, src.filename)
     if followed is not anf:
-        anf, reads = followed, reads | {"_ad_follow"}
+        anf, reads = followed, reads | {"_ad_follow", "_ad_unfollowed", "_ad_unfollowed_call"}
     return Front(anf, active_names(anf, seeds, plain), plain, src.filename, callees, reads)
 
 

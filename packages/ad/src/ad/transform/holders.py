@@ -37,7 +37,7 @@ import builtins
 import types
 from typing import Any
 
-from .._state import holder
+from .._state import CAPTURED_WRITTEN, holder
 from ._nodes import at
 from .activity import active_names, param_names, value_is_active
 
@@ -51,29 +51,106 @@ _CONSTRUCTORS = frozenset(["dict", "list"])
 
 
 def follow_holders(
-    fn: ast.FunctionDef, seeds: set[str], plain: frozenset[str], f: types.FunctionType
+    fn: ast.FunctionDef,
+    seeds: set[str],
+    plain: frozenset[str],
+    f: types.FunctionType,
+    filename: str,
 ) -> tuple[ast.FunctionDef, set[str]]:
     """``fn`` with its holders followed (see the module), and the grown seeds."""
     seeds = set(seeds)
     resolve = _resolver(fn, f)
     free_done: set[str] = set()
     local_done: set[str] = set()
+    # Captured holders that some function writes into: read through an alias here too.
+    free = {n for n, v in _free_holders(fn, resolve).items() if CAPTURED_WRITTEN.get(id(v)) is v}
     for _ in range(4):  # following makes names active, which can activate more calls
         active = active_names(fn, seeds, plain)
-        free, local = _to_follow(fn, active, plain, resolve)
-        free -= free_done
+        found, local = _to_follow(fn, active, plain, resolve)
+        free = (free | found) - free_done
         local -= local_done
         if not free and not local:
             break
         if free:
             fn = _alias_free(fn, free)
+            for n in free:
+                value = resolve(n)
+                CAPTURED_WRITTEN[id(value)] = value
             free_done |= free
             seeds |= free | {_alias(n) for n in free}
+            free = set()
         if local:
             fn = _follow_before_calls(fn, local, active, plain, resolve)
             local_done |= local
             seeds |= local
-    return fn, seeds
+    reads = {n: v for n, v in _free_holders(fn, resolve).items() if n not in free_done}
+    calls = _Calls(active_names(fn, seeds, plain), plain, resolve)
+    return _guard_reads(fn, reads, calls, filename), seeds
+
+
+def _free_holders(fn: ast.FunctionDef, resolve: Any) -> dict[str, Any]:
+    """The captured or global names ``fn`` reads that hold a dict, list or user object."""
+    out = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in out:
+            value = resolve(n.id)
+            if value is not _LOCAL and value is not _UNBOUND and holder(value):
+                out[n.id] = value
+    return out
+
+
+def _guard_reads(
+    fn: ast.FunctionDef, names: dict[str, Any], calls: _Calls, filename: str
+) -> ast.FunctionDef:
+    """Before each statement reading one of ``names`` as a constant, a check that
+    no write of this differentiation put a derivative into it (``unfollowed``);
+    before each call of a Python function run as plain Python, the same check
+    for what that function reads (``unfollowed_call``)."""
+
+    def guard(helper: str, obj: str, name: str | None, line: int) -> ast.stmt:
+        consts = (name, f"{filename}:{line}", fn.name) if name else (f"{filename}:{line}", fn.name)
+        args = [ast.Name(obj, ast.Load())] + [ast.Constant(c) for c in consts]
+        call = at(ast.Call(ast.Name(helper, ast.Load()), args, []), line)
+        return at(ast.Assign([ast.Name("_ad_guard", ast.Store())], call), line)
+
+    def guards(s: ast.stmt) -> list[ast.stmt]:
+        if isinstance(s, (ast.If, ast.For, ast.While, ast.Try, ast.FunctionDef)):
+            reads = {n.id for n in ast.walk(_header(s)) if isinstance(n, ast.Name)}
+        else:
+            reads = {n.id for n in ast.walk(s) if isinstance(n, ast.Name)}
+        out = [guard("_ad_unfollowed", n, n, s.lineno) for n in sorted(reads & names.keys())]
+        callee = calls.plain_callee(s)
+        if callee is not None:
+            out.append(guard("_ad_unfollowed_call", callee, None, s.lineno))
+        return out
+
+    def rewrite(body: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in body:
+            out += guards(s)
+            if not isinstance(s, ast.FunctionDef):
+                for field in ("body", "orelse", "finalbody"):
+                    inner = getattr(s, field, None)
+                    if isinstance(inner, list):
+                        setattr(s, field, rewrite(inner))
+                for h in getattr(s, "handlers", None) or ():
+                    h.body = rewrite(h.body)
+            out.append(s)
+        return out
+
+    new = ast.FunctionDef(**{k: getattr(fn, k) for k in fn._fields})
+    new.lineno, new.col_offset = fn.lineno, fn.col_offset
+    new.body = rewrite(list(fn.body))
+    return new
+
+
+def _header(s: ast.stmt) -> ast.AST:
+    """The part of a compound statement evaluated before its blocks."""
+    if isinstance(s, (ast.If, ast.While)):
+        return s.test
+    if isinstance(s, ast.For):
+        return s.iter
+    return ast.Constant(None)
 
 
 def _alias(name: str) -> str:
@@ -145,6 +222,20 @@ class _Calls:
         if func.id.startswith("_ad_") or func.id in self.plain or _library(self.resolve(func.id)):
             return None, []  # the AD's helpers and library functions write nothing of ours
         return None, _names(call.args)
+
+    def plain_callee(self, s: ast.stmt) -> str | None:
+        """The Python function (or method) that ``s`` calls as plain Python, if any."""
+        if not (isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)):
+            return None
+        func = s.value.func
+        if not isinstance(func, ast.Name) or value_is_active(s.value, self.active, self.plain):
+            return None
+        if func.id in self.receivers:
+            return func.id
+        found = self.resolve(func.id)
+        if isinstance(found, types.FunctionType) and not _library(found):
+            return func.id
+        return None
 
 
 def _names(args: list[ast.expr]) -> list[str]:
