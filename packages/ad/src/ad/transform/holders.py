@@ -39,7 +39,7 @@ from typing import Any
 
 from .._state import CAPTURED_WRITTEN, holder
 from ._nodes import at
-from .activity import active_names, param_names, value_is_active
+from .activity import active_names, param_names, read_and_stored, value_is_active
 
 __all__ = ["follow_holders"]
 
@@ -59,11 +59,13 @@ def follow_holders(
 ) -> tuple[ast.FunctionDef, set[str]]:
     """``fn`` with its holders followed (see the module), and the grown seeds."""
     seeds = set(seeds)
-    resolve = _resolver(fn, f)
+    read, stored = read_and_stored(fn)
+    resolve = _resolver(fn, f, stored)
     free_done: set[str] = set()
     local_done: set[str] = set()
+    holders = _free_holders(read, resolve)
     # Captured holders that some function writes into: read through an alias here too.
-    free = {n for n, v in _free_holders(fn, resolve).items() if CAPTURED_WRITTEN.get(id(v)) is v}
+    free = {n for n, v in holders.items() if CAPTURED_WRITTEN.get(id(v)) is v}
     for _ in range(4):  # following makes names active, which can activate more calls
         active = active_names(fn, seeds, plain)
         found, local = _to_follow(fn, active, plain, resolve)
@@ -83,19 +85,19 @@ def follow_holders(
             fn = _follow_before_calls(fn, local, active, plain, resolve)
             local_done |= local
             seeds |= local
-    reads = {n: v for n, v in _free_holders(fn, resolve).items() if n not in free_done}
-    calls = _Calls(active_names(fn, seeds, plain), plain, resolve)
-    return _guard_reads(fn, reads, calls, filename), seeds
+    if free_done or local_done:
+        active = active_names(fn, seeds, plain)
+    reads = {n: v for n, v in holders.items() if n not in free_done}
+    return _guard_reads(fn, reads, _Calls(active, plain, resolve), filename), seeds
 
 
-def _free_holders(fn: ast.FunctionDef, resolve: Any) -> dict[str, Any]:
-    """The captured or global names ``fn`` reads that hold a dict, list or user object."""
+def _free_holders(read: set[str], resolve: Any) -> dict[str, Any]:
+    """The captured or global names of ``read`` that hold a dict, list or user object."""
     out = {}
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in out:
-            value = resolve(n.id)
-            if value is not _LOCAL and value is not _UNBOUND and holder(value):
-                out[n.id] = value
+    for name in read:
+        value = resolve(name)
+        if value is not _LOCAL and value is not _UNBOUND and holder(value):
+            out[name] = value
     return out
 
 
@@ -114,11 +116,11 @@ def _guard_reads(
         return at(ast.Assign([ast.Name("_ad_guard", ast.Store())], call), line)
 
     def guards(s: ast.stmt) -> list[ast.stmt]:
-        if isinstance(s, (ast.If, ast.For, ast.While, ast.Try, ast.FunctionDef)):
-            reads = {n.id for n in ast.walk(_header(s)) if isinstance(n, ast.Name)}
-        else:
-            reads = {n.id for n in ast.walk(s) if isinstance(n, ast.Name)}
-        out = [guard("_ad_unfollowed", n, n, s.lineno) for n in sorted(reads & names.keys())]
+        out = []
+        if names:
+            compound = isinstance(s, (ast.If, ast.For, ast.While, ast.Try, ast.FunctionDef))
+            reads = read_and_stored(_header(s) if compound else s)[0]
+            out = [guard("_ad_unfollowed", n, n, s.lineno) for n in sorted(reads & names.keys())]
         callee = calls.plain_callee(s)
         if callee is not None:
             out.append(guard("_ad_unfollowed_call", callee, None, s.lineno))
@@ -157,12 +159,10 @@ def _alias(name: str) -> str:
     return f"_ad_cap_{name}"
 
 
-def _resolver(fn: ast.FunctionDef, f: types.FunctionType) -> Any:
+def _resolver(fn: ast.FunctionDef, f: types.FunctionType, stored: set[str]) -> Any:
     """``resolve(name)``: what a name the function does not bind holds now
-    (``_UNBOUND`` for a local name or one that resolves to nothing)."""
-    local = set(param_names(fn)) | {
-        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    }
+    (``_LOCAL`` for a local name, ``_UNBOUND`` for one that resolves to nothing)."""
+    local = set(param_names(fn)) | stored
     cells = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
 
     def resolve(name: str) -> Any:
