@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     _numpy_cumulative,
     _numpy_einsum,
     _numpy_elementwise,
+    _numpy_fft,
     _numpy_indexing,
     _numpy_methods,
     _numpy_products,
@@ -25,6 +26,13 @@ from . import (  # noqa: F401  (imported for their registrations)
     _operator,
     _sequences,
 )
+
+try:  # scipy is optional (the rules[scipy] extra); its rules register where it is installed
+    import scipy as _scipy  # noqa: F401
+except ImportError:  # pragma: no cover - environments without scipy
+    pass
+else:
+    from . import _scipy_special  # noqa: F401
 from ._inventory import inventory
 
 __all__ = ["inventory"]
