@@ -14,9 +14,9 @@ HERE = re.escape(__file__)
 
 def test_no_rule_and_no_source_names_function_and_call_site():
     def f(x):
-        return np.linalg.eig(x)[0].real.sum()
+        return np.frexp(x)[0].sum()  # (np.linalg.eig, used here before, now has a rule)
 
-    with pytest.raises(ad.NoRuleError, match=rf"numpy.linalg.eig.*called at {HERE}:\d+"):
+    with pytest.raises(ad.NoRuleError, match=rf"numpy.frexp.*called at {HERE}:\d+"):
         ad.gradient(f, np.eye(2))
 
 

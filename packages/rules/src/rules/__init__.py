@@ -11,18 +11,24 @@ from . import (  # noqa: F401  (imported for their registrations)
     _higher_order,
     _linalg,
     _math,
+    _numpy_assembly,
     _numpy_binary,
     _numpy_construction,
+    _numpy_counting,
     _numpy_cumulative,
+    _numpy_differences,
     _numpy_einsum,
     _numpy_elementwise,
     _numpy_fft,
     _numpy_indexing,
     _numpy_methods,
+    _numpy_order_statistics,
     _numpy_products,
     _numpy_reductions,
     _numpy_scalars,
     _numpy_shape,
+    _numpy_signal,
+    _numpy_statistics,
     _operator,
     _sequences,
 )
@@ -32,7 +38,7 @@ try:  # scipy is optional (the rules[scipy] extra); its rules register where it 
 except ImportError:  # pragma: no cover - environments without scipy
     pass
 else:
-    from . import _scipy_special  # noqa: F401
+    from . import _scipy_linalg, _scipy_special  # noqa: F401
 from ._inventory import inventory
 
 __all__ = ["inventory"]

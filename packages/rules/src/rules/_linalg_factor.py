@@ -143,13 +143,33 @@ def _qr_square_pullback(q, r, q̄, r̄):
     return rdiv(q̄ + q @ b̄, mH(r))
 
 
+def qr_cotangent(a, q, r, q̄, r̄):
+    """ā for the reduced ``a = Q R`` (any m, n) given dense cotangents of Q and R."""
+    m, n = a.shape[-2:]
+    if m >= n:
+        return _qr_square_pullback(q, r, q̄, r̄)
+    # Wide: a = [x | y] with x square, R = [Rx | Qᴴ y] (Liao et al. 2019).
+    y_, v̄ = a[..., m:], r̄[..., m:]
+    x̄ = _qr_square_pullback(q, r[..., :m], q̄ + y_ @ mH(v̄), r̄[..., :m])
+    return np.concatenate([x̄, q @ v̄], axis=-1)
+
+
+def qr_tangent(a, q, r, ȧ):
+    """(Q̇, Ṙ) for the reduced ``a = Q R`` (any m, n) along ȧ."""
+    m, n = a.shape[-2:]
+    if m >= n:
+        return _qr_square_frule(q, r, ȧ)
+    q̇, ṙx = _qr_square_frule(q, r[..., :m], ȧ[..., :m])
+    v̇ = mH(q̇) @ a[..., m:] + mH(q) @ ȧ[..., m:]
+    return q̇, np.concatenate([ṙx, v̇], axis=-1)
+
+
 @rrule.register(np.linalg.qr)
 def _(a, *rest, **kw):
     a_ = np.asarray(a)
     mode = _qr_mode(a_, rest, kw)
     out = np.linalg.qr(a_, *rest, **kw)
     q, r = np.linalg.qr(a_) if mode == "r" else out
-    m, n = a_.shape[-2:]
 
     def qr_pullback(ȳ):
         if mode == "r":
@@ -158,14 +178,7 @@ def _(a, *rest, **kw):
             q̄, r̄ = entries(ȳ, 2)
         if is_zero(q̄) and is_zero(r̄):
             return NoTangent(), ZeroTangent(), *nondiff_rest(rest)
-        q̄, r̄ = dense(q̄, q), dense(r̄, r)
-        if m >= n:
-            ā = _qr_square_pullback(q, r, q̄, r̄)
-        else:
-            # Wide: a = [x | y] with x square, R = [Rx | Qᴴ y] (Liao et al. 2019).
-            y_, v̄ = a_[..., m:], r̄[..., m:]
-            x̄ = _qr_square_pullback(q, r[..., :m], q̄ + y_ @ mH(v̄), r̄[..., :m])
-            ā = np.concatenate([x̄, q @ v̄], axis=-1)
+        ā = qr_cotangent(a_, q, r, dense(q̄, q), dense(r̄, r))
         return NoTangent(), project(a, ā), *nondiff_rest(rest)
 
     return out, qr_pullback
@@ -180,14 +193,7 @@ def _(ḟ, *args, **kw):
     if is_zero(ȧ):
         return out, ZeroTangent()
     q, r = np.linalg.qr(a) if mode == "r" else out
-    ȧ = np.asarray(unthunk(ȧ))
-    m, n = a.shape[-2:]
-    if m >= n:
-        q̇, ṙ = _qr_square_frule(q, r, ȧ)
-    else:
-        q̇, ṙx = _qr_square_frule(q, r[..., :m], ȧ[..., :m])
-        v̇ = mH(q̇) @ a[..., m:] + mH(q) @ ȧ[..., m:]
-        ṙ = np.concatenate([ṙx, v̇], axis=-1)
+    q̇, ṙ = qr_tangent(a, q, r, np.asarray(unthunk(ȧ)))
     if mode == "r":
         return out, project(r, ṙ)
     return out, Tangent[type(out)](Q=project(q, q̇), R=project(r, ṙ))
@@ -218,6 +224,23 @@ def _check_uplo(fname, a, rest, kw, f):
         raise ValueError(f"{fname}: UPLO must be 'L' or 'U', got {uplo!r}")
 
 
+def eigh_cotangent(w, v, w̄, v̄, fname: str) -> np.ndarray:
+    """The Hermitian ā for eigh's ``(w, V)`` given cotangents w̄, V̄ (zeros allowed)."""
+    p̄ = diag_embed(dense(w̄, w).astype(v.dtype))
+    if not is_zero(v̄):
+        # V̇ = V (F ∘ P) with P = Vᴴ ȧ V; the diagonal (phase) of Vᴴ V̄ is gauge.
+        f = _inv_gaps(w, fname, used=True)
+        p̄ = p̄ + f * (mH(v) @ np.asarray(v̄))
+    return herm(v @ p̄ @ mH(v))
+
+
+def eigh_tangent(w, v, ȧ, fname: str) -> tuple[np.ndarray, np.ndarray]:
+    """(ẇ, V̇) of eigh's ``(w, V)`` along ``herm(ȧ)``; ``diag(Vᴴ V̇) = 0``."""
+    p = mH(v) @ herm(ȧ) @ v
+    ẇ = np.diagonal(p, axis1=-2, axis2=-1).real
+    return ẇ, v @ (_inv_gaps(w, fname, used=True) * p)
+
+
 @rrule.register(np.linalg.eigh)
 def _(a, *rest, **kw):
     a_ = np.asarray(a)
@@ -229,12 +252,8 @@ def _(a, *rest, **kw):
         w̄, v̄ = entries(ȳ, 2)
         if is_zero(w̄) and is_zero(v̄):
             return NoTangent(), ZeroTangent(), *nondiff_rest(rest)
-        p̄ = diag_embed(dense(w̄, w).astype(v.dtype))
-        if not is_zero(v̄):
-            # V̇ = V (F ∘ P) with P = Vᴴ ȧ V; the diagonal (phase) of Vᴴ V̄ is gauge.
-            f = _inv_gaps(w, "numpy.linalg.eigh", used=True)
-            p̄ = p̄ + f * (mH(v) @ np.asarray(v̄))
-        return NoTangent(), project(a, herm(v @ p̄ @ mH(v))), *nondiff_rest(rest)
+        ā = eigh_cotangent(w, v, w̄, v̄, "numpy.linalg.eigh")
+        return NoTangent(), project(a, ā), *nondiff_rest(rest)
 
     return res, eigh_pullback
 
@@ -248,9 +267,7 @@ def _(ḟ, *args, **kw):
     if is_zero(ȧ):
         return res, ZeroTangent()
     w, v = res
-    p = mH(v) @ herm(np.asarray(unthunk(ȧ))) @ v
-    ẇ = np.diagonal(p, axis1=-2, axis2=-1).real
-    v̇ = v @ (_inv_gaps(w, "numpy.linalg.eigh", used=True) * p)
+    ẇ, v̇ = eigh_tangent(w, v, np.asarray(unthunk(ȧ)), "numpy.linalg.eigh")
     return res, Tangent[type(res)](eigenvalues=project(w, ẇ), eigenvectors=project(v, v̇))
 
 

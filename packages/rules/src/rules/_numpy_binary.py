@@ -240,6 +240,7 @@ def _clip_masks(x: Any, lo: Any, hi: Any) -> tuple[Any, Any, Any]:
     return to_x, to_lo, to_hi
 
 
+@rrule.register(np.ndarray.clip)  # x.clip(lo, hi): the same arguments
 @rrule.register(np.clip)
 def _(x, *args, **kwargs):
     lo, hi = _clip_bounds(args, kwargs)
@@ -259,6 +260,7 @@ def _(x, *args, **kwargs):
     return Ω, clip_pullback
 
 
+@frule.register(np.ndarray.clip)
 @frule.register(np.clip)
 def _(ḟ, *args, **kwargs):
     n = len(args) // 2

@@ -15,6 +15,11 @@ itself, so a bound method reaching here means something went wrong upstream.
 
 ``astype`` to a floating or complex dtype converts the cotangent back to the
 input's dtype; to an integer or bool dtype it truncates and has no derivative.
+``tolist`` is linear (its cotangent: nested lists, zeros allowed); ``view`` has
+a rule only as the identity (the same dtype, an ``ndarray``). ``clip``,
+``round``, ``compress``, ``choose`` and the index queries (``argmax``, ...) are
+ruled beside their functions (``_numpy_binary``, ``_numpy_selection``,
+``_numpy_assembly``).
 """
 
 from __future__ import annotations
@@ -70,7 +75,27 @@ def _item_adjoint(ȳ: Any, x: Any, *where: Any) -> Any:
     return dx
 
 
+def _tolist_adjoint(ȳ: Any, x: Any) -> Any:
+    return np.reshape(dense(ȳ, x.tolist()), np.shape(x))  # ȳ: nested lists, zeros allowed
+
+
+def _check_view(x: Any, *args: Any, **kw: Any) -> None:
+    """``x.view()`` is the identity; a view as another dtype reinterprets bytes."""
+    dtype, cls = kw.get("dtype"), kw.get("type")
+    for a in args:  # x.view(dtype), x.view(cls), x.view(dtype, cls)
+        if isinstance(a, type) and issubclass(a, np.ndarray):
+            cls = a
+        else:
+            dtype = a
+    if cls not in (None, np.ndarray) or (dtype is not None and np.dtype(dtype) != x.dtype):
+        raise NotImplementedError(
+            f"x.view({', '.join(map(repr, args))}) reinterprets the array's memory, which has "
+            "no derivative rule.\nTo fix: use x.view() or x.astype(dtype)."
+        )
+
+
 _METHODS = [
+    (np.ndarray.tolist, _tolist_adjoint),
     (np.ndarray.reshape, _reshape_adjoint),
     (np.ndarray.ravel, _ravel_adjoint),
     (np.ndarray.flatten, _ravel_adjoint),
@@ -90,6 +115,7 @@ _METHODS = [
 for _method, _adjoint in _METHODS:
     register_linear(_method, _adjoint, f"ndarray_{_method.__name__}")
 register_bilinear(np.ndarray.dot, _dot_grad(0), _dot_grad(1), "ndarray_dot")
+register_linear(np.ndarray.view, _identity_adjoint, "ndarray_view", check=_check_view)
 
 
 def _real_adjoint(ȳ: Any, x: Any) -> Any:
