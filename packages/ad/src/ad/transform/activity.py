@@ -26,6 +26,7 @@ __all__ = [
     "loaded_names",
     "param_names",
     "read_and_stored",
+    "statements",
     "stored_names",
     "value_is_active",
     "value_reads",
@@ -389,14 +390,15 @@ def _targets(t: ast.expr) -> list[str]:
     return [n.id for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
-def _walk_stmts(body: list[ast.stmt]):
+def statements(body: list[ast.stmt]):
+    """Every statement of a body, nested blocks included (not nested functions)."""
     for s in body:
         yield s
         # A try's handlers (each with its own body) and finally block too.
         for field in ("body", "orelse", "handlers", "finalbody"):
             inner = getattr(s, field, None)
             if isinstance(inner, list) and not isinstance(s, ast.FunctionDef):
-                yield from _walk_stmts(inner)
+                yield from statements(inner)
 
 
 def active_names(
@@ -406,7 +408,7 @@ def active_names(
     # Each statement reduces to (names it reads that could activate it, names
     # it binds); the fixed point then iterates over these small sets only.
     edges: list[tuple[set[str], list[str]]] = []
-    for s in _walk_stmts(fn.body):
+    for s in statements(fn.body):
         if isinstance(s, ast.Assign):
             value = s.value
             # value_is_active(value, <everything>, plain_funcs), reading the names once

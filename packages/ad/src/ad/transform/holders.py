@@ -39,7 +39,7 @@ from typing import Any
 
 from .._state import CAPTURED_WRITTEN, holder
 from ._nodes import at
-from .activity import active_names, param_names, read_and_stored, value_is_active
+from .activity import active_names, param_names, read_and_stored, statements, value_is_active
 
 __all__ = ["follow_holders"]
 
@@ -126,24 +126,7 @@ def _guard_reads(
             out.append(guard("_ad_unfollowed_call", callee, None, s.lineno))
         return out
 
-    def rewrite(body: list[ast.stmt]) -> list[ast.stmt]:
-        out: list[ast.stmt] = []
-        for s in body:
-            out += guards(s)
-            if not isinstance(s, ast.FunctionDef):
-                for field in ("body", "orelse", "finalbody"):
-                    inner = getattr(s, field, None)
-                    if isinstance(inner, list):
-                        setattr(s, field, rewrite(inner))
-                for h in getattr(s, "handlers", None) or ():
-                    h.body = rewrite(h.body)
-            out.append(s)
-        return out
-
-    new = ast.FunctionDef(**{k: getattr(fn, k) for k in fn._fields})
-    new.lineno, new.col_offset = fn.lineno, fn.col_offset
-    new.body = rewrite(list(fn.body))
-    return new
+    return _around(fn, lambda s: (guards(s), []))
 
 
 def _header(s: ast.stmt) -> ast.AST:
@@ -250,7 +233,7 @@ def _to_follow(
     calls = _Calls(active, plain, resolve)
     free: set[str] = set()
     local: set[str] = set()
-    for s in _statements(fn.body):
+    for s in statements(fn.body):
         written, handed = calls.handed(s)
         for name in [written] + handed if written else handed:
             found = resolve(name)
@@ -267,7 +250,7 @@ def _to_follow(
 def _holder_builds(fn: ast.FunctionDef, resolve: Any) -> set[str]:
     """Local names some assignment binds to a new dict, list or user object."""
     out: set[str] = set()
-    for s in _statements(fn.body):
+    for s in statements(fn.body):
         if not (isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)):
             continue
         v = s.value
@@ -283,16 +266,6 @@ def _holder_builds(fn: ast.FunctionDef, resolve: Any) -> set[str]:
                 if isinstance(cls, type) and not _library(cls):
                     out.add(s.targets[0].id)
     return out
-
-
-def _statements(body: list[ast.stmt]):
-    """Every statement of a body, nested blocks included (not nested functions)."""
-    for s in body:
-        yield s
-        for field in ("body", "orelse", "handlers", "finalbody"):
-            inner = getattr(s, field, None)
-            if isinstance(inner, list) and not isinstance(s, ast.FunctionDef):
-                yield from _statements(inner)
 
 
 def _follow_call(target: str, source: str, line: int) -> ast.Assign:
@@ -328,12 +301,9 @@ def _alias_free(fn: ast.FunctionDef, names: set[str]) -> ast.FunctionDef:
                 node.targets = [ast.copy_location(ast.Name(v.args[0].id, ast.Store()), node)]
             return node
 
-    new = ast.FunctionDef(**{k: getattr(fn, k) for k in fn._fields})
-    new.lineno, new.col_offset = fn.lineno, fn.col_offset
     rename = Rename()
     body = [rename.visit(s) for s in fn.body]
-    new.body = [_follow_call(_alias(n), n, line) for n in sorted(names)] + body
-    return new
+    return _with_body(fn, [_follow_call(_alias(n), n, line) for n in sorted(names)] + body)
 
 
 def _follow_before_calls(
@@ -343,11 +313,23 @@ def _follow_before_calls(
     (as an argument or as a method's object) to code that may write it."""
     calls = _Calls(active, plain, resolve)
 
+    def follows(s: ast.stmt) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        handed = sorted(set(calls.handed(s)[1]) & names)
+        # Again after: reads along the variable from there on go to the pass's
+        # store before the call's pullback runs (its writes take them).
+        return ([_follow_call(n, n, s.lineno) for n in handed],) * 2
+
+    return _around(fn, follows)
+
+
+def _around(fn: ast.FunctionDef, insert: Any) -> ast.FunctionDef:
+    """A copy of ``fn`` with the statements ``insert(s)`` gives, ``(before, after)``,
+    around each statement ``s`` of its body and nested blocks (not nested functions)."""
+
     def rewrite(body: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for s in body:
-            handed = sorted(set(calls.handed(s)[1]) & names)
-            out += [_follow_call(n, n, s.lineno) for n in handed]
+            before, after = insert(s)
             if not isinstance(s, ast.FunctionDef):
                 for field in ("body", "orelse", "finalbody"):
                     inner = getattr(s, field, None)
@@ -355,13 +337,15 @@ def _follow_before_calls(
                         setattr(s, field, rewrite(inner))
                 for h in getattr(s, "handlers", None) or ():
                     h.body = rewrite(h.body)
-            out.append(s)
-            # Again after: reads along the variable from here on go to the
-            # pass's store before the call's pullback runs (its writes take them).
-            out += [_follow_call(n, n, s.lineno) for n in handed]
+            out += [*before, s, *after]
         return out
 
+    return _with_body(fn, rewrite(list(fn.body)))
+
+
+def _with_body(fn: ast.FunctionDef, body: list[ast.stmt]) -> ast.FunctionDef:
+    """A copy of ``fn`` with another body."""
     new = ast.FunctionDef(**{k: getattr(fn, k) for k in fn._fields})
     new.lineno, new.col_offset = fn.lineno, fn.col_offset
-    new.body = rewrite(list(fn.body))
+    new.body = body
     return new
