@@ -4,6 +4,8 @@ Importing this package registers every rule with ``rulescore``; ``inventory()``
 lists the functions covered.
 """
 
+from rulescore import register_lazy_rules
+
 from . import (  # noqa: F401  (imported for their registrations)
     _builtins,
     _cmath,
@@ -40,5 +42,8 @@ except ImportError:  # pragma: no cover - environments without scipy
 else:
     from . import _scipy_linalg, _scipy_special  # noqa: F401
 from ._inventory import inventory
+
+# scipy.stats takes half a second to import: its rules load when it is imported.
+register_lazy_rules("scipy.stats", "rules._scipy_stats")
 
 __all__ = ["inventory"]

@@ -21,13 +21,14 @@ import functools
 import importlib
 import math
 import operator
+import types
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from rulescore import frule, rrule
+from rulescore import frule, load_lazy_rules, rrule
 
 __all__ = ["InventoryEntry", "inventory", "markdown"]
 
@@ -72,8 +73,14 @@ class InventoryEntry:
 
 
 def _module_and_name(f: Any) -> tuple[str, str]:
-    """Where a user finds ``f``: ``("numpy", "add")``, ``("numpy.ndarray", "sum")``."""
+    """Where a user finds ``f``: ``("numpy", "add")``, ``("numpy.ndarray", "sum")``,
+    ``("scipy.stats", "norm.logpdf")`` (a method of a module-level object)."""
     name = getattr(f, "__name__", None) or repr(f)
+    if isinstance(f, types.MethodType) and not isinstance(f.__self__, type):
+        mod, _ = _module_and_name(f.__func__)
+        owner = _names(mod).get(id(f.__self__), ()) if mod in _namespaces() else ()
+        if owner:
+            return mod, f"{owner[0]}.{name}"
     objclass = getattr(f, "__objclass__", None)
     if objclass is not None:  # an unbound method or property such as numpy.ndarray.sum
         mod = getattr(objclass, "__module__", None) or ""
@@ -142,6 +149,8 @@ def inventory() -> list[InventoryEntry]:
 
     See also: ``markdown()``, which renders it as RULES.md.
     """
+    for module in _SCIPY:  # rules registered with register_lazy_rules (scipy.stats)
+        load_lazy_rules(module)
     fs: dict[int, Any] = {}
     for f in rrule.functions() + frule.functions():
         if _has_generic_rule(rrule, f) or _has_generic_rule(frule, f):

@@ -9,7 +9,9 @@ The vocabulary shared by rule authors and ADs, after ChainRulesCore.jl:
 * ``ProjectTo``: keep what leaves a rule a valid tangent of its input;
 * ``RuleConfig`` and its traits, ``rrule_via_ad`` / ``frule_via_ad``;
 * helpers: ``scalar_rule``, ``non_differentiable``, ``opt_out``,
-  ``derivatives_given_output``, ``ignore_derivatives``, ``not_implemented``.
+  ``derivatives_given_output``, ``ignore_derivatives``, ``not_implemented``;
+* ``register_lazy_rules`` / ``load_lazy_rules``: rules for a costly-to-import
+  module, registered when that module is imported.
 
 >>> from rulescore import rrule, scalar_rule
 >>> def square(x):
@@ -29,6 +31,7 @@ from ._config import (
     frule_via_ad,
     rrule_via_ad,
 )
+from ._lazy import load_lazy_rules, register_lazy_rules
 from ._projection import NON_DIFFERENTIABLE_TYPES, Projector, ProjectTo
 from ._rule_tools import (
     NotImplementedTangent,
@@ -83,9 +86,11 @@ __all__ = [
     "frule_via_ad",
     "ignore_derivatives",
     "iszero",
+    "load_lazy_rules",
     "non_differentiable",
     "not_implemented",
     "opt_out",
+    "register_lazy_rules",
     "rrule",
     "rrule_via_ad",
     "scalar_rule",
