@@ -67,3 +67,20 @@ def check_grad(numgrad):
         return got
 
     return run
+
+
+@pytest.fixture
+def no_inlining():
+    """Helpers stay calls (``ad.transform.inlining``): for tests of the call
+    machinery itself. Transforms built meanwhile are dropped afterwards."""
+    from ad.transform import _CACHE, _FWD_CACHE, inlining
+
+    inlining.ENABLED[0] = False
+    _CACHE.clear()
+    _FWD_CACHE.clear()
+    try:
+        yield
+    finally:
+        inlining.ENABLED[0] = True
+        _CACHE.clear()
+        _FWD_CACHE.clear()

@@ -22,6 +22,10 @@ from ad.transform import adjoint_source
 from ad.transform.reverse import _Gen
 from rulescore import NoTangent, rrule
 
+# What is checked is how calls pass the activity of their arguments: the helpers
+# here must stay calls (``ad.transform.inlining`` would inline them).
+pytestmark = pytest.mark.usefixtures("no_inlining")
+
 
 def scale(x, c):
     return c * math.sin(x)

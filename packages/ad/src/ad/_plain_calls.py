@@ -546,6 +546,7 @@ class PlainEntry:
 
     elides = False
     source = ""
+    guards = ()  # no helper is inlined into library code
 
     def __init__(self, f: types.FunctionType, mode: str, as_init: int) -> None:
         from .transform.compiled import Signature

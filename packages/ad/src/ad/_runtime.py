@@ -653,6 +653,8 @@ def call_function(
         y, back = fwd(*args, _ad_nv=True)  # transform._nodes.NO_VALUE
     else:
         y, back = fwd(*args)
+    if entry.guards:  # helpers inlined: still the functions their names are?
+        transform.check_guards_after(entry.guards, f)
     if kwargs is not None or not entry.simple or len(args) != entry.n_positional:
         back = _map_pullback(back, entry, len(args), kwargs)
     if _WRITES[0] != n:  # the function wrote an object's field: see _state

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from rulescore import rrule
+from rulescore import frule, rrule
 
 from .._plain_calls import plain_entry
 from ._nodes import NO_VALUE, loaded_ids
@@ -31,6 +31,7 @@ from .compiled import Compiled, signature_of
 from .desugar import desugar
 from .fence import check_supported
 from .holders import follow_holders
+from .inlining import check_guards_after, guards_hold, has_rules, inline_helpers
 from .protocols import explicit_protocols
 from .reverse import generate
 from .source import constant_freevars, get_source, register_generated
@@ -39,6 +40,7 @@ _RULE_TABLE = rrule.table._rules
 
 __all__ = [
     "Front",
+    "check_guards_after",
     "Transformed",
     "adjoint_source",
     "forward_transformed",
@@ -81,7 +83,26 @@ def transformed(
             with _no_gc():
                 entry = _build(f, closure_active, as_init, inactive)
         _CACHE[key] = entry
+    if entry.guards and not guards_hold(entry.guards, f.__globals__):
+        # A helper's name no longer resolves to the function inlined: the general form.
+        entry = _CACHE.get((key, False))
+        if entry is None:
+            with _no_gc():
+                entry = _CACHE[(key, False)] = _build(f, closure_active, as_init, inactive, False)
     return entry
+
+
+def _forget_inlined() -> None:
+    """A rule registered for a helper inlined somewhere: that transform is stale
+    (the rule wins), so it is built again at its next use."""
+    for cache in (_CACHE, _FWD_CACHE):
+        for key, entry in list(cache.items()):
+            if entry.guards and any(has_rules(fn) for _, fn in entry.guards):
+                cache.pop(key, None)
+
+
+rrule.table.listeners.append(_forget_inlined)
+frule.table.listeners.append(_forget_inlined)
 
 
 @contextlib.contextmanager
@@ -110,14 +131,22 @@ class Front:
     filename: str
     callees: frozenset[str] = frozenset()
     reads: frozenset[str] = frozenset()
+    #: ``((name, function), ...)``: the helpers inlined (see ``inlining``)
+    guards: tuple = ()
 
 
 def front(
-    f: types.FunctionType, closure_active: bool, as_init: bool | int = False, inactive: int = 0
+    f: types.FunctionType,
+    closure_active: bool,
+    as_init: bool | int = False,
+    inactive: int = 0,
+    inline: bool = True,
 ) -> Front:
-    """source -> fence -> desugar -> anf -> activity, shared by reverse and forward mode.
+    """source -> fence -> desugar -> anf -> inlining -> holders -> activity, shared
+    by reverse and forward mode.
 
-    The positional parameters at the set bits of ``inactive`` are no seeds."""
+    The positional parameters at the set bits of ``inactive`` are no seeds.
+    ``inline``: inline the small helpers ``f`` calls (see ``inlining``)."""
     src = get_source(f)
     tree = check_supported(explicit_protocols(src.tree, f), src.filename)
     anf = normalize(desugar(tree), src.filename)
@@ -133,10 +162,16 @@ def front(
         positional = [p.arg for p in a.posonlyargs + a.args]
         seeds -= {name for i, name in enumerate(positional) if inactive >> i & 1}
     plain, callees, reads = _resolved_names(f, anf)
+    guards: tuple = ()
+    if inline and callees:
+        anf, guards = inline_helpers(anf, f, callees)
+        if guards:
+            plain, callees, reads = _resolved_names(f, anf)
     followed, seeds = follow_holders(anf, seeds, plain, f, src.filename)
     if followed is not anf:
         anf, reads = followed, reads | {"_ad_follow", "_ad_unfollowed", "_ad_unfollowed_call"}
-    return Front(anf, active_names(anf, seeds, plain), plain, src.filename, callees, reads)
+    active = active_names(anf, seeds, plain)
+    return Front(anf, active, plain, src.filename, callees, reads, guards)
 
 
 def returning_self(fn: ast.FunctionDef, index: int = 0) -> ast.FunctionDef:
@@ -173,8 +208,10 @@ def _pipeline(
     as_init: bool | int = False,
     pure: bool = False,
     inactive: int = 0,
+    inline: bool = True,
 ) -> tuple[Front, ast.FunctionDef]:
-    fr = front(f, closure_active, as_init, inactive)
+    # The pure form (second order) is differentiated again: it calls its helpers.
+    fr = front(f, closure_active, as_init, inactive, inline and not pure)
     freevars = f.__code__.co_freevars
     fwd = generate(
         fr.anf,
@@ -229,11 +266,15 @@ def _helper_cells(helpers: dict[str, Any]) -> dict[str, types.CellType]:
 
 
 def _build(
-    f: types.FunctionType, closure_active: bool, as_init: bool | int = False, inactive: int = 0
+    f: types.FunctionType,
+    closure_active: bool,
+    as_init: bool | int = False,
+    inactive: int = 0,
+    inline: bool = True,
 ) -> Transformed:
     from .._helpers import HELPERS
 
-    fr, fwd = _pipeline(f, closure_active, as_init, inactive=inactive)
+    fr, fwd = _pipeline(f, closure_active, as_init, inactive=inactive, inline=inline)
     freevars = f.__code__.co_freevars
     # The factory binds the helpers the generated tree reads: names of the ANF body
     # it reuses, and those the generator built (``loaded_ids``), known without a
@@ -246,7 +287,11 @@ def _build(
         code = compile_primal(factory_module(fwd, cell_names), fr.filename)
     elides = any(a.arg == NO_VALUE for a in fwd.args.kwonlyargs)
     return Compiled(
-        code=code, helper_cells=_helper_cells(HELPERS), spec=signature_of(fr.anf), elides=elides
+        code=code,
+        helper_cells=_helper_cells(HELPERS),
+        spec=signature_of(fr.anf),
+        elides=elides,
+        guards=fr.guards,
     )
 
 
@@ -421,4 +466,12 @@ def forward_transformed(
             with _no_gc():
                 entry = build_forward(f, closure_active, as_init)
         _FWD_CACHE[key] = entry
+    if entry.guards and not guards_hold(entry.guards, f.__globals__):
+        from .forward import build_forward
+
+        entry = _FWD_CACHE.get((key, False))
+        if entry is None:
+            with _no_gc():
+                entry = build_forward(f, closure_active, as_init, inline=False)
+            _FWD_CACHE[(key, False)] = entry
     return entry

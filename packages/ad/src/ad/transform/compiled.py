@@ -56,6 +56,9 @@ class Compiled:
     last: tuple[Any, Any] = (None, None)
     #: the primal takes ``_ad_nv=True`` (its caller needs no value, see ``reverse``)
     elides: bool = False
+    #: ``((name, function), ...)``: the helpers inlined, valid while each name in
+    #: the function's globals is still that function (``inlining``)
+    guards: tuple = ()
     #: ``spec.simple`` and the number of positional parameters, read on every call
     simple: bool = field(init=False)
     n_positional: int = field(init=False)

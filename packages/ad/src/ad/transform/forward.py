@@ -360,14 +360,15 @@ def generate_forward(
 
 
 def build_forward(
-    f: types.FunctionType, closure_active: bool, as_init: bool | int = False
+    f: types.FunctionType, closure_active: bool, as_init: bool | int = False, inline: bool = True
 ) -> Compiled:
-    """Run the whole forward pipeline for ``f`` and compile the result."""
+    """Run the whole forward pipeline for ``f`` and compile the result (``inline``:
+    with its small helpers inlined, see ``inlining``)."""
     from .._forward import FORWARD_HELPERS
     from . import front
     from .codegen import compile_primal, factory_module
 
-    fr = front(f, closure_active, as_init)
+    fr = front(f, closure_active, as_init, inline=inline)
     freevars = f.__code__.co_freevars
     fn = generate_forward(fr.anf, fr.active, freevars, closure_active, fr.filename, fr.plain)
     used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id in FORWARD_HELPERS}
@@ -381,6 +382,7 @@ def build_forward(
         helper_cells={n: types.CellType(FORWARD_HELPERS[n]) for n in used},
         spec=signature_of(fr.anf),
         source=_readable(fn, fr.filename, used),
+        guards=fr.guards,
     )
 
 

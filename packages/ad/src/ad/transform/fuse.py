@@ -682,11 +682,15 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
     else:
         total = f"_ad_np.add.reduce({arg}, None)"
     value.append((f"{root.target} = {total}", root.line))
+    # A member the adjoint needs may also be read by the value's part, which runs after.
+    read_later = {a for op in [*computed, root] if op.target not in needed for a in op.args}
     for part, for_adjoint in ((stmts, True), (value, False)):
         dead = [
             em.z(op.target)
             for op in ops
-            if (op.target in needed) == for_adjoint and em.z(op.target) not in kept
+            if (op.target in needed) == for_adjoint
+            and em.z(op.target) not in kept
+            and not (for_adjoint and op.target in read_later)
         ]
         if dead:
             part.append((f"del {', '.join(dict.fromkeys(dead))}", root.line))
