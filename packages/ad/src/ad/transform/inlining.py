@@ -299,8 +299,7 @@ class _Inliner:
             and not (n.startswith("_ad_t") and _assigned_once(n, body))
         )
         body.extend(
-            _located(ast.Assign([ast.Name(n, ast.Store())], ast.Constant(None)), line)
-            for n in dead
+            _located(ast.Assign([ast.Name(n, ast.Store())], ast.Constant(None)), line) for n in dead
         )
         return body
 
@@ -484,7 +483,6 @@ class _Renamer(ast.NodeTransformer):
         if new is not None:
             node.id = new
         return node
-
 
 
 def _rename(node: Any, renames: dict, substitute: dict, line: int | None) -> Any:
