@@ -58,6 +58,11 @@ def acc(a: Any, b: Any) -> Any:
         if isinstance(b, AbstractThunk):
             b = b.unthunk()
         return a + b
+    if isinstance(a, Tangent) and ta._kind == "mapping":  # a dict's, read entry by entry
+        if isinstance(b, AbstractThunk):
+            b = b.unthunk()
+        if type(b) is ta:
+            return _add_mappings(a, b)
     if isinstance(a, AbstractThunk):
         # A thunk only the caller's variable holds (as for an array above) caches
         # its value and dies with that variable: when the value is held by the
@@ -99,6 +104,21 @@ def acc(a: Any, b: Any) -> Any:
             out[k] = acc(out[k], v) if k in out else v
         return out
     return a + b
+
+
+def _add_mappings(a: Any, b: Any) -> Any:
+    """Two dict (or mapping) tangents of one type added key by key: into ``a``'s
+    entries when the caller's variable alone holds ``a`` and ``a`` alone its
+    entries (as for arrays above), so that reading many entries of a dict costs
+    each read, not the dict's size."""
+    ab = a._backing
+    # refs to a: the caller's variable, acc's and this parameter, getrefcount's
+    # argument; to its entries: a's slot and getrefcount's argument
+    mine = _getrefcount(a) <= 4 and _getrefcount(ab) <= 2
+    out = ab if mine else dict(ab)
+    for k, v in b._backing.items():
+        out[k] = acc(out[k], v) if k in out else v
+    return a if mine else type(a)._from_backing(out)
 
 
 def _add_into(a: Any, b: Any) -> Any:

@@ -154,9 +154,23 @@ def dict_getitem_rrule(x: dict, k):
         ȳ = unthunk(ȳ)
         if isinstance(ȳ, AbstractZero):
             return _NO, _ZERO, _NO
-        return _NO, Tangent[dict]({k: ProjectTo(Ω)(ȳ)}), _NO
+        if not _fits(ȳ, Ω):
+            ȳ = ProjectTo(Ω)(ȳ)
+        return _NO, _DICT_TANGENT._from_backing({k: ȳ}), _NO
 
     return Ω, getitem_pullback
+
+
+_DICT_TANGENT = Tangent[dict]
+
+
+def _fits(ȳ: Any, x: Any) -> bool:
+    """Whether ``ȳ`` is already a valid cotangent of ``x`` as ``ProjectTo`` makes
+    it: a float for a float, an array of the same shape and dtype for an array."""
+    t = type(ȳ)
+    if t is not type(x):
+        return False
+    return t is float or (t is np.ndarray and ȳ.shape == x.shape and ȳ.dtype == x.dtype)
 
 
 @frule.register(operator.getitem)
