@@ -13,6 +13,8 @@ from . import (  # noqa: F401  (imported for their registrations)
     _higher_order,
     _linalg,
     _math,
+    _numpy_along_axis,
+    _numpy_array_api,
     _numpy_assembly,
     _numpy_binary,
     _numpy_construction,
@@ -22,8 +24,12 @@ from . import (  # noqa: F401  (imported for their registrations)
     _numpy_einsum,
     _numpy_elementwise,
     _numpy_fft,
+    _numpy_index_tricks,
     _numpy_indexing,
+    _numpy_integer_results,
+    _numpy_layout,
     _numpy_methods,
+    _numpy_number_parts,
     _numpy_order_statistics,
     _numpy_products,
     _numpy_reductions,
@@ -34,16 +40,13 @@ from . import (  # noqa: F401  (imported for their registrations)
     _operator,
     _sequences,
 )
-
-try:  # scipy is optional (the rules[scipy] extra); its rules register where it is installed
-    import scipy as _scipy  # noqa: F401
-except ImportError:  # pragma: no cover - environments without scipy
-    pass
-else:
-    from . import _scipy_linalg, _scipy_special  # noqa: F401
 from ._inventory import inventory
 
-# scipy.stats takes half a second to import: its rules load when it is imported.
+# scipy is optional (the rules[scipy] extra) and costly to import (scipy.stats half a
+# second, scipy.linalg and scipy.special a fifth): the rules for each module register
+# when it is imported, so ``import rules`` imports no scipy at all.
+register_lazy_rules("scipy.special", "rules._scipy_special")
+register_lazy_rules("scipy.linalg", "rules._scipy_linalg")
 register_lazy_rules("scipy.stats", "rules._scipy_stats")
 
 __all__ = ["inventory"]

@@ -39,7 +39,7 @@ from rulescore import (
     unthunk,
 )
 
-from ._arithmetic import BINARY, UNARY, Num, register_binary, register_unary
+from ._arithmetic import BINARY, UNARY, Num, binary_rules, register_binary, register_unary
 from ._sequences import seq_cotangent, seq_entries
 from ._util import unbroadcast
 
@@ -105,7 +105,13 @@ def _chosen(f: Any, args: tuple, kwargs: dict) -> tuple[Any, list, int | None]:
         Ω = f(*args, **kwargs)
     # Python returns the first extremal element; find it by identity (an equal
     # earlier object would itself be the first extremal one).
-    index = next((k for k, v in enumerate(items) if v is Ω), None)
+    # (a loop rather than next() of a generator: an AD differentiating this rule
+    # at second order follows the loop)
+    index = None
+    for k, v in enumerate(items):
+        if v is Ω:
+            index = k
+            break
     if index is None:  # the default= of an empty iterable
         return Ω, items, None
     return Ω, items, index
@@ -215,10 +221,15 @@ def _(ḟ, *args: Any):
     return Ω, ProjectTo(Ω)(t)
 
 
+# The remainder's rules, called directly (not through ``rrule``/``frule``'s dispatch)
+# so that an AD can differentiate divmod's rules themselves (second order).
+_mod_rrule, _mod_frule = binary_rules(operator.mod, *BINARY["mod"], "mod")
+
+
 @rrule.register(builtins.divmod)
 def _(x: Num, y: Num):
     Ω = divmod(x, y)
-    _, pb = rrule(operator.mod, x, y)
+    _, pb = _mod_rrule(x, y)
 
     def divmod_pullback(ȳ):
         # the quotient is piecewise constant: only the remainder's cotangent flows
@@ -233,7 +244,7 @@ def _(x: Num, y: Num):
 @frule.register(builtins.divmod)
 def _(ḟ, ẋ, ẏ, x: Num, y: Num):
     Ω = divmod(x, y)
-    _, ṙ = frule((ḟ, ẋ, ẏ), operator.mod, x, y)
+    _, ṙ = _mod_frule(ḟ, ẋ, ẏ, x, y)
     return Ω, Tangent[tuple](ZeroTangent(), ṙ)
 
 
@@ -334,7 +345,6 @@ for _f in (
     builtins.ord,
     builtins.chr,
     builtins.format,
-    builtins.slice,
 ):
     non_differentiable(_f)
 non_differentiable(builtins.float, str)

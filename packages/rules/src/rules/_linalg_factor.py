@@ -30,7 +30,7 @@ from ._linalg_util import (
     unsupported,
     warn_gradient,
 )
-from ._util import project
+from ._util import finfo, project
 
 
 def _tril_half(x: np.ndarray) -> np.ndarray:
@@ -203,7 +203,7 @@ def _inv_gaps(w: np.ndarray, fname: str, used: bool) -> np.ndarray:
     """F[i, j] = 1/(w[j] - w[i]) off the diagonal; 0 on it and for (near-)equal pairs."""
     gaps = w[..., None, :] - w[..., :, None]
     scale = np.max(np.abs(w), axis=-1, keepdims=True)[..., None]
-    tol = 10 * w.shape[-1] * np.finfo(w.dtype).eps * np.maximum(scale, np.finfo(w.dtype).tiny)
+    tol = 10 * w.shape[-1] * finfo(w.dtype).eps * np.maximum(scale, finfo(w.dtype).tiny)
     close = np.abs(gaps) <= tol
     k = w.shape[-1]
     degenerate = close & ~np.eye(k, dtype=bool)

@@ -26,7 +26,7 @@ from ._linalg_util import (
     unsupported,
     warn_gradient,
 )
-from ._util import project
+from ._util import finfo, project
 
 _DEGENERATE = (
     "(nearly) equal or zero singular values: the singular-vector terms that diverge "
@@ -39,7 +39,7 @@ def _svd_kernels(s: np.ndarray, fname: str, warn: bool):
     """E⁻ = 1/(sⱼ - sᵢ), E⁺ = 1/(sⱼ + sᵢ) off the diagonal, and 1/s; zero where singular."""
     k = s.shape[-1]
     scale = s[..., :1, None] if k else s[..., None]
-    tol = 10 * max(k, 1) * np.finfo(s.dtype).eps * np.maximum(scale, np.finfo(s.dtype).tiny)
+    tol = 10 * max(k, 1) * finfo(s.dtype).eps * np.maximum(scale, finfo(s.dtype).tiny)
     off = ~np.eye(k, dtype=bool)
     kernels = []
     for d in (s[..., None, :] - s[..., :, None], s[..., None, :] + s[..., :, None]):

@@ -9,6 +9,7 @@ and warnings the linalg rules raise.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import inspect
 import warnings
 from typing import Any
@@ -78,11 +79,25 @@ def diag_embed(v: np.ndarray) -> np.ndarray:
     return v[..., :, None] * np.eye(k, dtype=v.dtype)
 
 
-try:
-    from scipy.linalg import solve_triangular as _solve_triangular
-    from scipy.linalg.lapack import get_lapack_funcs as _get_lapack_funcs
-except ImportError:  # scipy is optional (the rules[scipy] extra)
-    _solve_triangular = _get_lapack_funcs = None
+def _scipy_linalg() -> Any:
+    """``scipy.linalg``, imported on first use (``import rules`` imports no scipy:
+    scipy.linalg alone takes a fifth of a second); None where it cannot be imported."""
+    try:
+        import scipy.linalg
+        import scipy.linalg.lapack
+    except ImportError:
+        return None
+    return scipy.linalg
+
+
+def _scipy_solve_triangular(*args: Any, **kwargs: Any) -> Any:
+    return _scipy_linalg().solve_triangular(*args, **kwargs)
+
+
+# None where scipy is not installed (the rules[scipy] extra), found without importing it.
+_solve_triangular = (
+    _scipy_solve_triangular if importlib.util.find_spec("scipy") is not None else None
+)
 
 _LAPACK_CHARS = "fdFD"  # float32, float64, complex64, complex128
 
@@ -90,7 +105,8 @@ _LAPACK_CHARS = "fdFD"  # float32, float64, complex64, complex128
 @functools.cache
 def _trtrs(achar: str, bchar: str) -> Any:
     """LAPACK's ``?trtrs`` for the common type of two dtypes (as scipy picks it)."""
-    return _get_lapack_funcs(("trtrs",), (np.empty(0, achar), np.empty(0, bchar)))[0]
+    get_lapack_funcs = _scipy_linalg().lapack.get_lapack_funcs
+    return get_lapack_funcs(("trtrs",), (np.empty(0, achar), np.empty(0, bchar)))[0]
 
 
 def tri_solve(a: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
@@ -101,7 +117,7 @@ def tri_solve(a: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
     installed and the matrices are unbatched; otherwise a general solve. A
     zero on the diagonal raises ``LinAlgError``, as numpy's solve does.
     """
-    if _solve_triangular is None or a.ndim != 2 or b.ndim not in (1, 2):
+    if _solve_triangular is None or a.ndim != 2 or b.ndim not in (1, 2) or _scipy_linalg() is None:
         return np.linalg.solve(a, b)
     n = a.shape[0]
     if (

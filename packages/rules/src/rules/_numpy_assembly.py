@@ -18,19 +18,20 @@ copied twice gets the sum).
 ``np.r_[a, b]`` is ``operator.getitem(np.r_, (a, b))``: the AD turns every
 subscript into that call, so the rule is registered for ``operator.getitem``
 on the classes of ``np.r_`` and ``np.c_`` (exactly: ``np.ma``'s concatenators
-are not covered). Arrays, lists and numbers in the key are differentiable;
-slices (``0:3``, ``0:1:5j``) and string directives (``'0,2'``, ``'c'``) are
-constants. A slice's bounds get no derivative (``slice`` has none), so
-``np.r_[a:b:5j]`` with differentiable ``a``, ``b`` gives them no gradient:
-write ``np.linspace(a, b, 5)``. ``np.r_['1 2; 3 4']`` (a matrix built from the
-caller's variables by name) is refused.
+are not covered). Arrays, lists and numbers in the key are differentiable,
+and so are a slice's float or complex bounds: ``np.r_[a:b:5j]`` is
+``linspace(a, b, 5)`` and ``np.r_[a:b:0.5]`` is ``arange(a, b, 0.5)``, and the
+slice's cotangent is a ``Tangent[slice]`` (see :mod:`rules._numpy_index_tricks`,
+which also has ``np.mgrid``/``np.ogrid``). Integer slices (``0:3``) and string
+directives (``'0,2'``, ``'c'``) are constants. ``np.r_['1 2; 3 4']`` (a matrix
+built from the caller's variables by name) is refused.
 
 Ranges and grids are in :mod:`rules._numpy_ranges`, selection (``select``,
 ``choose``, ``piecewise``, ``round``, ``ptp``) in :mod:`rules._numpy_selection`;
-``apply_along_axis`` is left to the AD, which differentiates its Python source;
-``put_along_axis`` writes in place and numpy has no functional form of it, so
-it has no rule (``take_along_axis`` has one). ``ndarray.clip`` shares
-``np.clip``'s rule (in ``_numpy_binary``).
+``apply_along_axis`` in :mod:`rules._numpy_along_axis`; ``put_along_axis``
+writes in place and numpy has no functional form of it, so it has no rule
+(``take_along_axis`` has one). ``ndarray.clip`` shares ``np.clip``'s rule (in
+``_numpy_binary``).
 
 >>> import numpy as np
 >>> from rulescore import rrule, unthunk
@@ -61,6 +62,7 @@ from rulescore import (
 )
 
 from . import _numpy_ranges, _numpy_selection  # noqa: F401  (imported for their registrations)
+from ._numpy_index_tricks import bound_cotangent, bound_tangent, differentiable_slice
 from ._numpy_linear import dense, project_nested, register_linear, tangent_dtype
 from ._numpy_ranges import truncated_pullback
 from ._numpy_selection import no_out
@@ -225,8 +227,8 @@ def _dstack_adjoint(ȳ: Any, xs: Any) -> list:
 def _split_along(axis_of: Callable[[int], int]) -> Callable[..., Any]:
     """The adjoint of ``hsplit``/``vsplit``/``dsplit``: ``split`` along their axis."""
 
-    def adjoint(ȳ: Any, x: Any, sections: Any) -> Any:
-        return _split_adjoint(ȳ, x, sections, axis_of(np.ndim(x)))
+    def adjoint(ȳ: Any, x: Any, indices_or_sections: Any) -> Any:
+        return _split_adjoint(ȳ, x, indices_or_sections, axis_of(np.ndim(x)))
 
     return adjoint
 
@@ -289,13 +291,19 @@ _CONCATENATORS = type(np.r_) | type(np.c_)
 def _concatenation_plan(key: Any) -> tuple[list, list, Callable[[list], Any]]:
     """The data items of an ``r_``/``c_`` key, and a builder replacing them by arrays.
 
-    Data items are arrays, lists and numbers; slices and strings are constants.
-    ``build(arrays)`` is the key with each data item replaced by the matching
-    integer array (a 0-d one for a number: numpy lays it out as it does the number)
-    and each slice by zeros of the length it stands for (``arange`` or ``linspace``).
+    Data items are arrays, lists, numbers and slices with float or complex bounds
+    (they stand for the 1-d array of their values); integer slices and strings are
+    constants. ``build(arrays)`` is the key with each data item replaced by the
+    matching integer array (a 0-d one for a number: numpy lays it out as it does the
+    number; a 1-d one for a slice, laid out as numpy lays out its values) and each
+    constant slice by zeros of the length it stands for (``arange`` or ``linspace``).
     """
     items = list(key) if type(key) is tuple else [key]
-    data = [i for i, it in enumerate(items) if not isinstance(it, (slice, str))]
+    data = [
+        i
+        for i, it in enumerate(items)
+        if differentiable_slice(it) or not isinstance(it, (slice, str))
+    ]
     constants = list(items)
     for i, it in enumerate(items):
         if isinstance(it, slice):
@@ -329,9 +337,20 @@ def _check_key(key: Any) -> None:
 
 def _concatenator_sources(obj: Any, key: Any) -> tuple[np.ndarray, list, list]:
     items, data, build = _concatenation_plan(key)
-    shapes = [np.shape(items[i]) for i in data]
+    shapes = [
+        (_slice_length(items[i]),) if isinstance(items[i], slice) else np.shape(items[i])
+        for i in data
+    ]
     src = copy_sources(lambda arrays: obj[build(arrays)], shapes)
     return src, [items[i] for i in data], data
+
+
+def _item_shape(x: Any) -> tuple:
+    return (_slice_length(x),) if isinstance(x, slice) else np.shape(x)
+
+
+def _item_cotangent(x: Any, part: np.ndarray) -> Any:
+    return bound_cotangent(x, part) if isinstance(x, slice) else project_nested(x, part)
 
 
 @rrule.register(operator.getitem)
@@ -345,12 +364,12 @@ def concatenator_getitem_rrule(obj: _CONCATENATORS, key: Any) -> Any:
         if isinstance(ȳ, AbstractZero):
             return (_NO, _NO, _ZERO)
         src, xs, data = _concatenator_sources(obj, key)
-        parts = _scatter(src, ȳ, [np.shape(x) for x in xs])
+        parts = _scatter(src, ȳ, [_item_shape(x) for x in xs])
         if type(key) is not tuple:
-            return (_NO, _NO, project_nested(key, parts[0]) if parts else _NO)
+            return (_NO, _NO, _item_cotangent(key, parts[0]) if parts else _NO)
         entries: list = [_NO] * len(key)
         for i, x, part in zip(data, xs, parts):
-            entries[i] = project_nested(x, part)
+            entries[i] = _item_cotangent(x, part)
         return (_NO, _NO, _NO if all(e is _NO for e in entries) else tuple(entries))
 
     return y, concatenator_pullback
@@ -368,5 +387,10 @@ def _(ḟ: Any, ȯ: Any, k̇: Any, obj: _CONCATENATORS, key: Any) -> Any:
         tangents = [seq_entries(k̇, len(key))[i] for i in data]
     else:
         tangents = [k̇] if data else []
+    dtype = tangent_dtype(y)
+    tangents = [
+        bound_tangent(x, t, dtype) if isinstance(x, slice) else t for x, t in zip(xs, tangents)
+    ]
+    xs = [np.zeros(_item_shape(x)) if isinstance(x, slice) else x for x in xs]
     ẏ = _gather(src, tangents, xs, y)
     return y, project_nested(y, ẏ.reshape(np.shape(y)))

@@ -187,14 +187,18 @@ def _(ḟ: Any, *args: Any, **kw: Any) -> Any:
     return y, project_nested(y, ẏ)
 
 
-def _geomspace_coefficients(o: dict, y: np.ndarray) -> tuple:
-    """``∂y/∂start`` and ``∂y/∂stop`` entrywise (output-shaped), and the samples' axis."""
-    shape = _ends_shape(o["start"], o["stop"])
+def _geomspace_coefficients(o: dict, y: np.ndarray, start: Any, stop: Any) -> tuple:
+    """``∂y/∂start`` and ``∂y/∂stop`` entrywise (output-shaped), and the samples' axis.
+
+    ``start`` and ``stop`` are passed as such, not read from ``o``: ``bind`` is
+    non-differentiable, so an AD differentiating this rule (second order) would
+    take values read from ``o`` as constants."""
+    shape = _ends_shape(start, stop)
     ndim = len(shape)
     axis = normalize_axis_index(o["axis"], ndim + 1)
     t, _ = _ramp(o["num"], o["endpoint"], ndim, axis)
-    s = np.expand_dims(np.broadcast_to(o["start"], shape), axis)
-    e = np.expand_dims(np.broadcast_to(o["stop"], shape), axis)
+    s = np.expand_dims(np.broadcast_to(start, shape), axis)
+    e = np.expand_dims(np.broadcast_to(stop, shape), axis)
     return y * (1 - t) / s, y * t / e, axis
 
 
@@ -211,7 +215,7 @@ def geomspace_rrule(start: Any, stop: Any, *rest: Any, **kw: Any) -> Any:
         ȳ = unthunk(ȳ)
         if isinstance(ȳ, AbstractZero):
             return (_NO, _ZERO, _ZERO, *nots)
-        cs, ce, axis = _geomspace_coefficients(o, y)
+        cs, ce, axis = _geomspace_coefficients(o, y, start, stop)
         ȳ = np.asarray(ȳ)
         ds = np.sum(ȳ * conj_if_complex(cs), axis=axis)
         de = np.sum(ȳ * conj_if_complex(ce), axis=axis)
@@ -231,7 +235,7 @@ def _(ḟ: Any, *args: Any, **kw: Any) -> Any:
     ṡ, ė = unthunk(ṡ), unthunk(ė)
     if isinstance(ṡ, AbstractZero) and isinstance(ė, AbstractZero):
         return y, _ZERO
-    cs, ce, axis = _geomspace_coefficients(o, y)
+    cs, ce, axis = _geomspace_coefficients(o, y, start, stop)
     shape = _ends_shape(start, stop)
     ṡ = np.expand_dims(np.broadcast_to(dense(ṡ, start), shape), axis)
     ė = np.expand_dims(np.broadcast_to(dense(ė, stop), shape), axis)
@@ -272,5 +276,7 @@ def _(ḟ: Any, *args: Any, **kw: Any) -> Any:
     ys = np.meshgrid(*xs, **kw)
     if all(isinstance(unthunk(t), AbstractZero) for t in ẋs):
         return ys, _ZERO
-    ẏs = np.meshgrid(*(np.ravel(dense(t, x)) for t, x in zip(ẋs, xs)), **{**kw, "copy": True})
+    kw_copy = dict(kw)  # (no `**` in a dict display: an AD differentiates this body)
+    kw_copy["copy"] = True
+    ẏs = np.meshgrid(*(np.ravel(dense(t, x)) for t, x in zip(ẋs, xs)), **kw_copy)
     return ys, tuple(project_nested(y, ẏ) for y, ẏ in zip(ys, ẏs))

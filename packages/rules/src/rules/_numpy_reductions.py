@@ -341,6 +341,31 @@ def _half_inverse(s: Any) -> Any:
     return quietly(_masked_half_inverse, s)
 
 
+# Its own rules, so that std's rules differentiate again (second order) without the
+# masked branch's 0 * inf = NaN at zero spread: d(1/(2s)) = -2 (1/(2s))² ds, also
+# taken as 0 where s = 0 (std of one element: its second derivative is 0 too).
+@rrule.register(_half_inverse)
+def _(s: Any) -> Any:
+    h = _half_inverse(s)
+
+    def half_inverse_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        if is_zero(ȳ):
+            return NoTangent(), ZeroTangent()
+        return NoTangent(), project(s, -2 * _half_inverse(s) ** 2 * np.real(ȳ))
+
+    return h, half_inverse_pullback
+
+
+@frule.register(_half_inverse)
+def _(ḟ: Any, ṡ: Any, s: Any) -> Any:
+    h = _half_inverse(s)
+    ṡ = unthunk(ṡ)
+    if is_zero(ṡ):
+        return h, ZeroTangent()
+    return h, project(h, -2 * h**2 * ṡ)
+
+
 _register((np.var, np.ndarray.var), *_make_var(np.var, is_std=False))
 _register((np.std, np.ndarray.std), *_make_var(np.std, is_std=True))
 

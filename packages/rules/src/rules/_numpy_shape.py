@@ -185,7 +185,9 @@ def _split_sizes(n: int, sections: Any) -> list:
     return [len(p) for p in np.array_split(np.arange(n), sections)]
 
 
-def _split_adjoint(ȳ: Any, x: Any, sections: Any, axis: int = 0) -> Any:
+def _split_adjoint(ȳ: Any, x: Any, indices_or_sections: Any, axis: int = 0) -> Any:
+    # the parameter is named as numpy's, which may be passed by keyword
+    sections = indices_or_sections
     shape = np.shape(x)
     axis %= len(shape)
     if isinstance(ȳ, Tangent):

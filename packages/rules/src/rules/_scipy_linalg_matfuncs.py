@@ -40,6 +40,50 @@ def _frechet(a: np.ndarray, e: np.ndarray) -> np.ndarray:
     return out
 
 
+def _block(a: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """``[[a, e], [0, a]]`` over any batch axes."""
+    a, e = np.broadcast_arrays(a, e)
+    top = np.concatenate([a, e], axis=-1)
+    bottom = np.concatenate([np.zeros_like(a), a], axis=-1)
+    return np.concatenate([top, bottom], axis=-2)
+
+
+# The Fréchet derivative's own rules (the rules of expm differentiate again, second
+# order): ``expm([[A, E], [0, A]]) = [[expm A, L(A, E)], [0, expm A]]``, so ``L``'s
+# pushforward is the top-right block of ``L(B, Ḃ)`` with ``B = [[A, E], [0, A]]``,
+# and its pullback the adjoint of that block's extraction through ``L(Bᴴ, ·)``.
+@rrule.register(_frechet)
+def _(a, e):
+    y = _frechet(a, e)
+    n = np.shape(a)[-1]
+
+    def frechet_pullback(ȳ):
+        ȳ = unthunk(ȳ)
+        if is_zero(ȳ):
+            return NoTangent(), ZeroTangent(), ZeroTangent()
+        ȳ = np.asarray(ȳ)
+        full = np.zeros((*ȳ.shape[:-2], 2 * n, 2 * n), dtype=ȳ.dtype)
+        full[..., :n, n:] = ȳ
+        b̄ = _frechet(mH(_block(a, e)), full)
+        ā = b̄[..., :n, :n] + b̄[..., n:, n:]
+        return NoTangent(), unbroadcast(a, ā), unbroadcast(e, b̄[..., :n, n:])
+
+    return y, frechet_pullback
+
+
+@frule.register(_frechet)
+def _(ḟ, ȧ, ė, a, e):
+    y = _frechet(a, e)
+    ȧ, ė = unthunk(ȧ), unthunk(ė)
+    if is_zero(ȧ) and is_zero(ė):
+        return y, ZeroTangent()
+    ȧ = np.zeros(np.shape(a)) if is_zero(ȧ) else np.asarray(ȧ)
+    ė = np.zeros(np.shape(e)) if is_zero(ė) else np.asarray(ė)
+    n = np.shape(a)[-1]
+    ẏ = _frechet(_block(a, e), _block(ȧ, ė))[..., :n, n:]
+    return y, project(y, ẏ)
+
+
 @rrule.register(sl.expm)
 def expm_rrule(A):
     """rrule of ``expm``: Ā = L(Aᴴ, Ȳ), the Fréchet derivative at Aᴴ."""

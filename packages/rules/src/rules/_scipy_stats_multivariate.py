@@ -46,7 +46,7 @@ from rulescore import NoTangent, Thunk, ZeroTangent, not_implemented, unthunk
 
 from ._quiet import quietly
 from ._scipy_stats import _F64, _bind, _f64, _register
-from ._util import is_zero, project, unbroadcast
+from ._util import finfo, is_zero, project, unbroadcast
 
 __all__: list[str] = []
 
@@ -85,7 +85,7 @@ def _mvn_setup(x: Any, mean: Any, cov: Any) -> _MVN:
     elif pts.ndim == 1:
         pts = pts[:, np.newaxis] if dim == 1 else pts[np.newaxis, :]
     w, V = np.linalg.eigh(0.5 * (S + S.T))
-    eps = 1e6 * np.finfo(_F64).eps * np.max(np.abs(w))  # scipy's rank cut-off
+    eps = 1e6 * finfo(_F64).eps * np.max(np.abs(w))  # scipy's rank cut-off
     if np.min(w) <= eps:
         return _MVN(pts, dim, None, None)
     u = ((pts - m) @ V / w) @ V.T

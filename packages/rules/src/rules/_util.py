@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from rulescore import AbstractZero, ProjectTo, unthunk
+from rulescore import AbstractZero, ProjectTo, non_differentiable, unthunk
 
-__all__ = ["REFCOUNTS_CALIBRATED", "getrefcount", "is_zero", "project", "unbroadcast"]
+__all__ = ["REFCOUNTS_CALIBRATED", "finfo", "getrefcount", "is_zero", "project", "unbroadcast"]
 
 _ndarray = np.ndarray
 
@@ -33,6 +33,19 @@ def _shared(obj: Any) -> int:
 
 
 getrefcount = sys.getrefcount if REFCOUNTS_CALIBRATED else _shared
+
+
+def finfo(dtype: Any) -> Any:
+    """``np.finfo(dtype)``, the machine limits a rule's tolerances use.
+
+    Registered ``non_differentiable``: an AD that differentiates a rule's own body
+    (second order) takes the limits as constants rather than failing on numpy's
+    ``finfo`` class. Rule bodies call this, not ``np.finfo``.
+    """
+    return np.finfo(dtype)
+
+
+non_differentiable(finfo)
 
 
 def is_zero(x: Any) -> bool:
