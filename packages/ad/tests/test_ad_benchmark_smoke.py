@@ -2,9 +2,12 @@
 
 Each workload runs once: its hand-written gradient is checked against central
 differences along a random direction, and ``ad.gradient`` against the hand-written
-gradient. The timing itself is ``tox -e bench``, never part of the test suite.
+gradient. Each spelling of ``benchmarks/variants*.py`` is checked the same way against
+its workload, and the variants runner runs once with no time to speak of. The timing
+itself is ``tox -e bench``, never part of the test suite.
 """
 
+import argparse
 import importlib.util
 import sys
 from pathlib import Path
@@ -67,3 +70,29 @@ def test_ad_gradient_matches_hand_written(w):
     for i, (g, expected) in enumerate(zip(got, want)):
         assert g is not None, f"no gradient for parameter {i}"
         np.testing.assert_allclose(g, expected, rtol=1e-9, atol=1e-12, err_msg=f"parameter {i}")
+
+
+def _load_variants():
+    # variants.py imports harness.py and workloads.py by name, as run.py does.
+    sys.path.insert(0, str(WORKLOADS_PATH.parent))
+    import variants
+
+    return variants
+
+
+VARIANTS = _load_variants()
+
+
+@pytest.mark.parametrize(
+    "v", VARIANTS.all_variants(), ids=lambda v: f"{v.workload}: {v.name}".replace(" ", "_")
+)
+def test_spelling_matches_its_workload(v):
+    VARIANTS.check_variant(v)
+
+
+def test_variants_runner_smoke(capsys):
+    # --small times one short batch of each: the tables, not the figures, are checked.
+    args = argparse.Namespace(workloads=[], small=True, seed=0, no_json=True)
+    assert VARIANTS.run(args) == 0
+    out = capsys.readouterr().out
+    assert "FAILED" not in out and "WRONG" not in out, out
