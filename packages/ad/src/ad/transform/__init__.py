@@ -85,10 +85,16 @@ def transformed(
         _CACHE[key] = entry
     if entry.guards and not guards_hold(entry.guards, f.__globals__):
         # A helper's name no longer resolves to the function inlined: the general form.
-        entry = _CACHE.get((key, False))
-        if entry is None:
-            with _no_gc():
-                entry = _CACHE[(key, False)] = _build(f, closure_active, as_init, inactive, False)
+        entry = _general(_CACHE, key, lambda: _build(f, closure_active, as_init, inactive, False))
+    return entry
+
+
+def _general(cache: dict, key: tuple, build: Any) -> Any:
+    """The transform built without inlining, cached beside the inlined one."""
+    entry = cache.get((key, False))
+    if entry is None:
+        with _no_gc():
+            entry = cache[(key, False)] = build()
     return entry
 
 
@@ -469,9 +475,5 @@ def forward_transformed(
     if entry.guards and not guards_hold(entry.guards, f.__globals__):
         from .forward import build_forward
 
-        entry = _FWD_CACHE.get((key, False))
-        if entry is None:
-            with _no_gc():
-                entry = build_forward(f, closure_active, as_init, inline=False)
-            _FWD_CACHE[(key, False)] = entry
+        entry = _general(_FWD_CACHE, key, lambda: build_forward(f, closure_active, as_init, False))
     return entry
