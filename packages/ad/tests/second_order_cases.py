@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CASES", "EXCLUDED", "PROBE", "Case"]
+__all__ = ["CASES", "EXCLUDED", "Case"]
 
 
 @dataclass(frozen=True)
@@ -155,9 +155,6 @@ def _svd_invariant(svd: Callable) -> Callable:
 
     return f
 
-
-#: Plain Python with no rule: the probe of whether a mode combination works at all.
-PROBE = Case(_cube, (0.7,), quadratic=False)
 
 CASES: dict[str, Case] = {}
 EXCLUDED: dict[str, str] = {}

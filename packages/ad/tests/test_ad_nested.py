@@ -90,11 +90,10 @@ def test_gradient_inside_jvp_is_forward_over_reverse():
     assert (y, ẏ) == (pytest.approx(12.0), pytest.approx(12.0))
 
 
-def test_third_derivatives_are_a_clear_error():
-    # Nesting goes to second order; a third level would differentiate the
-    # reverse pass of a second derivative.
-    with pytest.raises(NotImplementedError, match="third derivative"):
-        grad(lambda a: grad(lambda b: grad(lambda c: c**5, b), a), 2.0)
+def test_third_derivatives_nest_reverse_mode_three_deep():
+    # A third level differentiates the reverse pass of a second derivative
+    # (every combination of modes: test_ad_any_order).
+    assert grad(lambda a: grad(lambda b: grad(lambda c: c**5, b), a), 2.0) == pytest.approx(240.0)
 
 
 # --- hessian, hessian_reverse, diaghessian: the seed examples ----------------------------

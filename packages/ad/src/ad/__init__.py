@@ -14,9 +14,14 @@ import rules as _rules  # noqa: F401  (registers the rules the AD runs on)
 from rulescore import frule_via_ad, rrule_via_ad
 
 from . import (
+    _forward_over,  # noqa: F401  (registers the rules of forward over forward)
+    _forward_over_jvp,  # noqa: F401  (registers jvp's frule)
+    _forward_over_plumbing,  # noqa: F401  (registers the frules of forward mode's helpers)
     _forward_rules,  # noqa: F401  (registers the frules of ad's helpers)
     _helpers,  # noqa: F401  (registers ad's structural rules)
     _nested,  # noqa: F401  (registers the rules of nested differentiation)
+    _nested_pullback,  # noqa: F401  (registers the rules of pullback, nested)
+    _over_pushforward,  # noqa: F401  (registers reverse over forward over forward)
     _over_reverse,  # noqa: F401  (registers the rules of reverse over reverse)
 )
 from ._api import WithGradient, _pullback, code_adjoint, gradient, pullback, withgradient
@@ -24,7 +29,8 @@ from ._buffer import Buffer
 from ._config import ADConfig
 from ._forward_api import jvp, pushforward
 from ._forwarddiff import forwarddiff
-from ._hessian import diaghessian, hessian, hessian_reverse
+from ._functional import grad, value_and_grad
+from ._hessian import diaghessian, hessian, hessian_reverse, hvp
 from ._jacobian import WithJacobian, jacobian, withjacobian
 from ._params import Grads, Params
 from ._utilities import (
@@ -67,13 +73,16 @@ __all__ = [
     "diaghessian",
     "forwarddiff",
     "frule_via_ad",
+    "grad",
     "gradient",
     "hessian",
     "hessian_reverse",
+    "hvp",
     "jvp",
     "pullback",
     "pushforward",
     "rrule_via_ad",
+    "value_and_grad",
     "withgradient",
     "Buffer",
     "Grads",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import sys
 import types
@@ -311,6 +312,8 @@ def gradient(f: Callable, /, *args: Any, **kwargs: Any) -> tuple:
 
     See also: withgradient, pullback, jacobian.
     """
+    if not args:
+        _check_called_with_arguments("gradient", f)
     return _withgradient(f, args, novalue=True, kwargs=kwargs).grad
 
 
@@ -324,7 +327,27 @@ def withgradient(f: Callable, /, *args: Any, **kwargs: Any) -> WithGradient:
     >>> withgradient(lambda x, p=1: x**p, 3.0, p=3)
     WithGradient(val=27.0, grad=(27.0,))
     """
+    if not args:
+        _check_called_with_arguments("withgradient", f)
     return _withgradient(f, args, kwargs=kwargs)
+
+
+def _check_called_with_arguments(name: str, f: Callable) -> None:
+    """Refuse ``gradient(f)`` for an ``f`` that needs arguments: a caller who meant
+    ``grad(f)``, the gradient as a function, would otherwise meet an error from
+    inside the generated code."""
+    try:
+        inspect.signature(f).bind()
+    except TypeError:
+        fname = getattr(f, "__name__", type(f).__name__)
+        raise TypeError(
+            f"ad.{name}({fname}) was given no point to differentiate at: ad.{name}(f, *args) "
+            f"differentiates f at args, and {fname} takes arguments.\n"
+            f"To fix: pass them, ad.{name}(f, x), or use ad.grad(f) for the gradient as a "
+            "function (JAX style): ad.grad(f)(x)."
+        ) from None
+    except ValueError:  # no signature to check (a builtin): let the call tell
+        pass
 
 
 def _withgradient(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
+from rulescore import AbstractZero, NoTangent, NotImplementedTangent, Tangent, ZeroTangent, unthunk
 
 from .errors import CotangentShapeError
 
@@ -24,6 +24,8 @@ def entries(ȳ: Any, n: int, what: str) -> tuple:
     ȳ = unthunk(ȳ)
     if isinstance(ȳ, AbstractZero):
         return (_Z,) * n
+    if isinstance(ȳ, NotImplementedTangent):  # each entry's derivative is missing too
+        return (ȳ,) * n
     if isinstance(ȳ, Tangent):
         ȳ = ȳ._backing if isinstance(ȳ._backing, tuple) else tuple(ȳ)
     elif _is_array(ȳ):

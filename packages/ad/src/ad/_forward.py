@@ -22,7 +22,15 @@ from rulescore._thunks import AbstractThunk
 
 from . import _dunders, _plain_calls, _wrappers
 from ._config import ADConfig
-from ._runtime import _fname, _hashable, _python_init, call_site, field_ct, fn_tangent
+from ._keywords import keyword_reason, keywords_as_positions, maybe_differentiable
+from ._runtime import (
+    _fname,
+    _hashable,
+    _python_init,
+    call_site,
+    field_ct,
+    fn_tangent,
+)
 from ._state import TANGENT_PASSES as _TANGENT_PASSES
 from ._state import internal as _internal
 from ._state import suspended as _suspended
@@ -122,6 +130,12 @@ def dispatch(f: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict | 
             if _is_numpy_function(f):
                 ts = _array_like_tangents(ts, args)
             kw = kwargs or {}
+            if kw_ts and _kw_derivative(kw_ts, kw):
+                moved = keywords_as_positions(f, args, kw)
+                if moved is not None and _lookup(f, tuple(map(type, moved[0])), ADConfig):
+                    args2, kwargs2, names = moved
+                    ts2 = (*ts, *(kw_ts.get(k, _Z) if k else _Z for k in names))
+                    return dispatch(f, ts2, args2, kwargs2, {k: kw_ts[k] for k in kwargs2})
             if rule.takes_config:
                 out = rule.impl(CONFIG, *ts, *args, **kw)
             else:
@@ -132,8 +146,8 @@ def dispatch(f: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict | 
                         f"the frule for {_fname(f)} returned {type(out).__name__}, "
                         "not (value, tangent)"
                     )
-                if kw_ts and any(not is_zero(v) for v in kw_ts.values()):
-                    return out[0], _kw_not_implemented(f, kw_ts)
+                if kw_ts and _kw_derivative(kw_ts, kw):
+                    return out[0], _kw_not_implemented(f, kw_ts, kw)
                 return out
     return _fallback(f, ts, args, kwargs, kw_ts)
 
@@ -192,14 +206,14 @@ def _dense_tangent(ṫ: Any, x: Any) -> Any:
     return d if d.shape == arr.shape and d.dtype.kind in "fc" else None
 
 
-def _kw_not_implemented(f: Any, kw_ts: dict) -> Any:
-    # Rules give keyword arguments no derivative (ChainRules' convention): an
-    # output whose tangent misses a keyword's contribution must not be used.
-    names = ", ".join(repr(k) for k, v in kw_ts.items() if not is_zero(v))
-    return not_implemented(
-        f"{_fname(f)} has an frule, and rules give no derivative for keyword argument(s) "
-        f"{names}; pass them positionally or write the call in plain Python"
-    )
+def _kw_derivative(kw_ts: dict, kwargs: dict) -> bool:
+    """Whether a keyword argument carries a derivative the rule drops."""
+    return any(not is_zero(ṫ) and maybe_differentiable(kwargs[k]) for k, ṫ in kw_ts.items())
+
+
+def _kw_not_implemented(f: Any, kw_ts: dict, kwargs: dict) -> Any:
+    names = [k for k, ṫ in kw_ts.items() if not is_zero(ṫ) and maybe_differentiable(kwargs[k])]
+    return not_implemented(keyword_reason(f, names, "an frule", call_site()))
 
 
 def _fallback(f: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict | None) -> Any:
@@ -262,6 +276,11 @@ def _call_partial(
 
 
 def _construct(cls: type, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict | None) -> Any:
+    if issubclass(cls, Tangent):  # built in a rule's body (second order): linear in its entries
+        y = cls(*args, **(kwargs or {}))
+        if all(is_zero(t) for t in ts[1:]) and all(is_zero(t) for t in (kw_ts or {}).values()):
+            return y, _Z
+        return y, cls(*ts[1:], **(kw_ts or {}))
     if cls is functools.partial:
         # A partial's tangent: fields func, args, keywords (see _call_partial).
         y = functools.partial(*args, **(kwargs or {}))

@@ -18,18 +18,24 @@ from typing import Any
 
 import numpy as np
 
-from rulescore import ZeroTangent
+from rulescore import NoTangent, ZeroTangent, frule, non_differentiable, rrule, unthunk
 
+from . import _forward
 from ._api import _seed, bind_keywords, gradient, to_user
-from ._forward_api import jvp
+from ._config import ADConfig
+from ._cotangents import entries
+from ._forward import split
+from ._forward_api import _tangent_in, jvp
 from ._jacobian import jacobian
-from ._nested import directional, reverse_over_forward
+from ._nested import _is_zero, _tangents_ct, fcall_pair, reverse_over_forward
 from ._over_reverse import gradient_pure
+from ._runtime import field_ct, fn_tangent, rcall
 from .errors import NonScalarOutputError
 
-__all__ = ["diaghessian", "hessian", "hessian_reverse"]
+__all__ = ["diaghessian", "hessian", "hessian_reverse", "hvp"]
 
 _Z = ZeroTangent()
+_NO = NoTangent()
 
 
 def _first_gradient(f: Callable, x: Any) -> Any:
@@ -38,14 +44,18 @@ def _first_gradient(f: Callable, x: Any) -> Any:
 
 
 def _check_scalar(name: str, f: Callable, args: tuple) -> None:
-    y = f(*args)
+    _refuse_vector(f(*args), f, name, "the Hessian of a vector-valued function is a 3-index array")
+
+
+def _refuse_vector(y: Any, f: Callable, name: str, why: str) -> None:
+    """Raise NonScalarOutputError naming ``name(f, ...)`` unless ``y`` is a real number."""
     try:
         _seed(y, f)
     except NonScalarOutputError as e:
         fname = getattr(f, "__name__", repr(f))
         raise NonScalarOutputError(
-            f"{name}({fname}, ...) needs f to return a real number (the Hessian of a "
-            f"vector-valued function is a 3-index array).\n{str(e).split(chr(10), 1)[-1]}"
+            f"{name}({fname}, ...) needs f to return a real number ({why})."
+            f"\n{str(e).split(chr(10), 1)[-1]}"
         ) from None
 
 
@@ -123,12 +133,108 @@ def hessian_reverse(f: Callable, x: Any) -> Any:
     return jacobian(lambda x: gradient_pure(f, x), x, mode="reverse")[0]
 
 
-def hvp(f: Callable, args: tuple, directions: tuple) -> tuple:
-    """``∇ ⟨∇f(args), v⟩``: the Hessian of ``f`` times ``directions`` (one per argument,
-    ``None`` for none), for every argument — reverse mode over forward mode."""
-    ts = tuple(_Z if v is None else v for v in directions)
-    raw = reverse_over_forward(directional, 1.0, f, (_Z, *ts), *args)  # (_, f, ts, *args)
-    return tuple(to_user(c) for c in raw[3:])
+def _scalar_output(y: Any, f: Callable) -> None:
+    """Refuse a vector-valued ``f`` (``hvp`` of a tuple output: its first element)."""
+    why = "a Hessian-vector product of a vector-valued function is a matrix"
+    _refuse_vector(y[0] if type(y) is tuple and y else y, f, "hvp", why)
+
+
+non_differentiable(_scalar_output)
+
+
+def _hvp_kernel(f: Callable, ts: tuple, *args: Any) -> Any:
+    """``⟨∇f(args), ts⟩``, the directional derivative whose gradient is ``H·v``."""
+    y, ẏ = fcall_pair(f, ts, *args)
+    _scalar_output(y, f)
+    if type(y) is tuple:
+        ẏ = split(ẏ, len(y))[0]
+    return ẏ
+
+
+def hvp(f: Callable, args: tuple, tangents: tuple, /, **kwargs: Any) -> tuple:
+    """The Hessian of a real-valued ``f`` at ``args`` times ``tangents``: one entry per
+    argument, ``∂/∂xᵢ ⟨∇f(args), tangents⟩``.
+
+    This is forward mode over reverse mode, ``jvp(x ↦ ∇f(x), args, tangents)``
+    without forming ``H``: ad evaluates it as the gradient of the directional
+    derivative (reverse mode over the pushforward of ``f``), a small multiple
+    of one gradient's cost. ``tangents`` has one entry per argument, shaped like
+    it (``None`` for an argument that is not perturbed), as in ``jvp``; results
+    have ``gradient``'s forms (``None`` where nothing flows). When ``f`` returns
+    a tuple, its first element is differentiated. Keyword arguments are passed
+    to ``f`` and not differentiated.
+
+    >>> import numpy as np
+    >>> hvp(lambda x: np.sum(x**3), (np.array([1.0, 2.0]),), (np.array([1.0, 0.0]),))
+    (array([6., 0.]),)
+    >>> hvp(lambda x, y: x**2 * y, (3.0, 2.0), (1.0, 0.0))    # H = [[2y, 2x], [2x, 0]]
+    (4.0, 6.0)
+
+    See also: hessian, jvp, gradient.
+    """
+    if not isinstance(args, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError(
+            "hvp(f, args, tangents) takes the arguments and their tangents as tuples, "
+            f"got {type(args).__name__} and {type(tangents).__name__}.\n"
+            "To fix: write hvp(f, (x,), (v,)) for a function of one argument."
+        )
+    if len(args) != len(tangents):
+        raise TypeError(
+            f"hvp: {len(args)} argument(s) but {len(tangents)} tangent(s); give one tangent "
+            "per argument (None for an argument that is not perturbed)"
+        )
+    f = bind_keywords(f, kwargs)
+    ts = _hvp_tangents(args, tangents)
+    return tuple(to_user(c) for c in hvp_core(f, ts, *args))
+
+
+def _hvp_tangents(args: tuple, tangents: Any) -> tuple:
+    """``hvp``'s tangents, checked, as rulescore tangents (``jvp``'s conversion)."""
+    return tuple(
+        _tangent_in(x, t, f"argument {i + 1}") for i, (x, t) in enumerate(zip(args, tangents))
+    )
+
+
+def hvp_core(f: Callable, ts: tuple, *args: Any) -> tuple:
+    """``H·ts``, one cotangent per argument: the gradient of ``⟨∇f, ts⟩`` by the
+    vector-Jacobian-product kernel, whose rules carry it to any order."""
+    raw = reverse_over_forward(_hvp_kernel, 1.0, f, (_Z, *ts), *args)
+    return raw[3:]  # raw: (kernel, f, ts, *args)
+
+
+# ``hvp`` inside differentiated code is a primitive: its rules differentiate
+# ``hvp_core`` (reverse mode over the vector-Jacobian-product kernel, or forward
+# mode over it), never the argument checks above.
+
+
+@rrule.register(hvp, config=ADConfig)
+def _(config: Any, f: Callable, args: tuple, tangents: tuple, **kwargs: Any) -> Any:
+    n = len(args)
+    bound = bind_keywords(f, kwargs)
+    ts = _hvp_tangents(args, tangents)
+    out, pb = rcall(hvp_core, bound, ts, *args)
+
+    def hvp_pullback(ct: Any) -> tuple:
+        raw = pb(_tangents_ct(tuple(entries(ct, n, "hvp's results"))))
+        # raw: (hvp_core, f, ts, *args); the tangents' cotangents are those of ts
+        f_ct = field_ct(raw[1], "f") if kwargs else raw[1]
+        ts_ct = entries(raw[2], n, "tangents")
+        return (_NO, f_ct, _tangents_ct(tuple(raw[3:])), _tangents_ct(tuple(ts_ct)))
+
+    return tuple(to_user(c) for c in out), hvp_pullback
+
+
+@frule.register(hvp, config=ADConfig)
+def _(config: Any, ṡ: Any, ḟ: Any, ȧrgs: Any, ṫangents: Any, f, args, tangents, **kwargs):
+    n = len(args)
+    if kwargs:
+        f = bind_keywords(f, kwargs)
+        ḟ = fn_tangent(("f",), (ḟ,))
+    ts = _hvp_tangents(args, tangents)
+    ṫs = tuple(_Z if _is_zero(t) else t for t in _forward.entries(ṫangents, n, tangents))
+    ȧ = _forward.entries(ȧrgs, n, args)
+    out, ṫ = _forward.fcall(hvp_core, (_Z, ḟ, _forward.tan_tuple(*ṫs), *ȧ), f, ts, *args)
+    return tuple(to_user(c) for c in out), ṫ
 
 
 def diaghessian(f: Callable, /, *args: Any, **kwargs: Any) -> tuple:
@@ -171,3 +277,61 @@ def diaghessian(f: Callable, /, *args: Any, **kwargs: Any) -> tuple:
             flat[k] = 0.0 if col is None else np.asarray(col, dtype=float).reshape(-1)[k]
         out.append(flat.reshape(arr.shape))
     return tuple(out)
+
+
+# --- hessian inside differentiated code ------------------------------------------------
+#
+# A primitive too: column l of H(x) is ``hvp(f, (x,), (e_l,))``, whose rules carry
+# every order, so the rules below differentiate small kernels written with ``hvp``.
+
+
+def _unit(x: Any, k: int) -> Any:
+    """The k-th basis direction shaped like ``x`` (flattened in C order)."""
+    e = np.zeros(np.shape(x), dtype=np.result_type(np.asarray(x).dtype, np.float64))
+    e.flat[k] = 1.0
+    return e
+
+
+non_differentiable(_unit)
+
+
+def hessian_columns(f: Callable, x: Any) -> Any:
+    """``H(x)`` as ``hessian`` gives it, one ``hvp`` per column."""
+    if _is_number(x):
+        return hvp(f, (x,), (1.0,))[0]
+    cols = [np.ravel(hvp(f, (x,), (_unit(x, k),))[0]) for k in range(np.size(x))]
+    return np.stack(cols, axis=1)
+
+
+def hessian_dot(f: Callable, x: Any, w: Any) -> Any:
+    """``⟨H(x), w⟩``: the function whose gradient is ``hessian``'s pullback of ``w``."""
+    if _is_number(x):
+        return hvp(f, (x,), (1.0,))[0] * w
+    total = 0.0
+    for k in range(np.size(x)):
+        total = total + np.sum(np.ravel(hvp(f, (x,), (_unit(x, k),))[0]) * w[:, k])
+    return total
+
+
+@rrule.register(hessian, config=ADConfig)
+def _(config: Any, f: Callable, x: Any, **kwargs: Any) -> Any:
+    H = hessian(f, x, **kwargs)
+    bound = bind_keywords(f, kwargs)
+
+    def hessian_pullback(H̄: Any) -> tuple:
+        H̄ = unthunk(H̄)
+        if _is_zero(H̄):
+            return (_NO, _Z, _Z)
+        _, pb = rcall(hessian_dot, bound, x, H̄)
+        raw = pb(1.0)  # (hessian_dot, f, x, w)
+        return (_NO, field_ct(raw[1], "f") if kwargs else raw[1], raw[2])
+
+    return H, hessian_pullback
+
+
+@frule.register(hessian, config=ADConfig)
+def _(config: Any, ṡ: Any, ḟ: Any, ẋ: Any, f: Callable, x: Any, **kwargs: Any) -> Any:
+    if kwargs:
+        f = bind_keywords(f, kwargs)
+        ḟ = fn_tangent(("f",), (ḟ,))
+    return _forward.fcall(hessian_columns, (_Z, ḟ, ẋ), f, x)

@@ -10,7 +10,12 @@ on it:
   ``rrule`` whose pullback maps ``ḡ`` to ``∇ ⟨∇f, ḡ⟩`` (a Hessian-vector
   product, including the derivative through ``f``'s captured variables), and
   an ``frule`` whose pushforward is the same product along ``ẋ``;
-- ``jvp`` called inside differentiated code gets an ``rrule``;
+- ``jvp`` called inside differentiated code gets an ``rrule`` (its ``frule``,
+  forward over forward, is in ``_forward_over``), ``withgradient`` an ``rrule``
+  and an ``frule``;
+- the vector-Jacobian-product kernel all of these run, ``reverse_over_forward``,
+  has an ``rrule`` and an ``frule`` of its own, so a second derivative can be
+  differentiated again (third order, and deeper);
 - ``hessian`` is forward mode over ``gradient`` (one pushforward per column),
   ``hessian_reverse`` is reverse mode over it (one pullback per row).
 
@@ -44,6 +49,7 @@ from rulescore import (
     rrule,
     unthunk,
 )
+from rulescore._projection import Projector
 
 from . import (
     _api,
@@ -57,8 +63,10 @@ from . import (
     _rules_objects,
     _wrappers,
 )
+from ._accumulate import acc
 from ._config import ADConfig
 from ._cotangents import entries, from_list_ct, np_module
+from ._pushforward_kernels import kernel_for
 from ._runtime import (
     _python_init,
     call_function,
@@ -143,6 +151,11 @@ def reverse_over_forward(kernel: Callable, seed: Any, *args: Any) -> tuple:
 # --- reverse mode over forward mode's dispatch --------------------------------
 
 
+#: ``f -> rrule`` for ``fcall(f, ...)`` where ``f`` is forward mode's own dispatch
+#: (reverse over forward over forward; filled in by ``_over_pushforward``)
+SELF_RRULES: dict[Any, Callable] = {}
+
+
 def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Callable]:
     """``rrule`` of ``fcall(f, ts, *args)``: differentiate what the dispatch runs."""
     n = len(args)
@@ -161,6 +174,10 @@ def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Calla
         return (y, _Z), primal_pullback
 
     tf = type(f)
+    if f in SELF_RRULES and _forward._hashable(f):
+        return SELF_RRULES[f](f, ts, args)
+    if isinstance(f, Projector):
+        return _through_projector(f, ts, args)
     if f is _rules_objects.getattr_ or f is _rules_objects.getattr_object:
         route = _rules_objects.read_route(*args, f is _rules_objects.getattr_object)
         if route is not None:  # user code (a property's getter...): differentiate it
@@ -191,6 +208,9 @@ def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Calla
     if tf is _FunctionType and f not in _forward._FRULES:
         return _through_pushforward(f, ts, args)
     if _forward._hashable(f) and f in _forward._FRULES:
+        kernel = kernel_for(f, args)
+        if kernel is not None:  # the pushforward as one line of arithmetic
+            return _through_kernel(kernel, ts, args)
         rule = _forward._lookup(f, tuple(map(type, args)), ADConfig)
         if rule is not None:
             return _through_frule(rule, f, ts, args)
@@ -248,6 +268,22 @@ def _fcall_gen_rrule(
             "over forward does not follow",
             "pass the arguments one by one",
         )
+    if not kwnames and _forward._hashable(f) and f in SELF_RRULES:  # see _over_pushforward
+        out, self_pb = SELF_RRULES[f](f, (ḟ, *arg_ts), tuple(args))
+
+        def self_pullback(ct: Any) -> tuple:
+            raw = self_pb(ct)  # (fcall, f, ts, *args)
+            ts_ct = entries(raw[2], len(args) + 1, "tangents")
+            return _fcall_gen_cts(raw[1], ts_ct, raw[3:], {}, (), ())
+
+        return out, self_pullback
+    owner = getattr(f, "__self__", None)
+    if type(f) is types.BuiltinFunctionType and owner is not None:
+        unbound = getattr(type(owner), f.__name__, None)
+        if not isinstance(owner, types.ModuleType) and unbound in _forward._FRULES:
+            return _through_method_kw(
+                config, unbound, owner, ḟ, args, arg_ts, kwnames, kwvalues, kw_ts
+            )
     python = type(f) is _FunctionType and f not in _forward._FRULES
     if not python and not all(_is_zero(t) for t in kw_ts):
         raise _unsupported(
@@ -296,6 +332,34 @@ def _fcall_gen_rrule(
         return _fcall_gen_cts(f_ct, ts_ct, args_ct, kw, kwnames, (_Z,) * m)
 
     return (y, ẏ), fcall_gen_pullback
+
+
+def _through_method_kw(
+    config: Any,
+    unbound: Any,
+    owner: Any,
+    ḟ: Any,
+    args: tuple,
+    arg_ts: tuple,
+    kwnames: tuple,
+    kwvalues: tuple,
+    kw_ts: tuple,
+) -> tuple[Any, Callable]:
+    """A method of a library type called with keywords (``x.std(axis=0)``): its
+    function's call with the receiver first (the method's tangent is the receiver's)."""
+    n = len(args)
+    out, pb = _fcall_gen_rrule(
+        config, unbound, _Z, (owner, *args), (ḟ, *arg_ts), None, kwnames, kwvalues, kw_ts
+    )
+
+    def method_kw_pullback(ct: Any) -> tuple:
+        raw = pb(ct)  # (fcall_gen, unbound, ḟ, args, arg_ts, stars, kwnames, kwvalues, kw_ts)
+        a = entries(raw[3], n + 1, "arguments")
+        t = entries(raw[4], n + 1, "argument tangents")
+        rest = (_tangents_ct(tuple(a[1:])), _tangents_ct(tuple(t[1:])), _NO, _NO, raw[7], raw[8])
+        return (_NO, a[0], t[0], *rest)
+
+    return out, method_kw_pullback
 
 
 def _fcall_gen_cts(
@@ -356,6 +420,22 @@ def _through_linear(f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
         return (_NO, _NO, _tangents_ct((_Z, *ts_ct)), *args_ct)
 
     return (y, ẏ), structural_pullback
+
+
+def _through_projector(project: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    """A projector (in a rule's body): a linear map onto a tangent space, its own adjoint."""
+    (dx,) = args
+    ḋx = ts[1]
+    y = project(dx)
+    ẏ = _Z if _is_zero(unthunk(ḋx)) else project(ḋx)
+
+    def projector_pullback(ct: Any) -> tuple:
+        ȳ, ẏ̄ = (unthunk(c) for c in _pair(ct))
+        dx_ct = _Z if _is_zero(ȳ) else project(ȳ)
+        ḋx_ct = _Z if _is_zero(ẏ̄) else project(ẏ̄)
+        return (_NO, _NO, _tangents_ct((_Z, ḋx_ct)), dx_ct)
+
+    return (y, ẏ), projector_pullback
 
 
 def _through_apply(ts: tuple, args: tuple) -> tuple[Any, Callable]:
@@ -477,6 +557,19 @@ def _through_init(cls: type, init: Any, ts: tuple, args: tuple) -> tuple[Any, Ca
         return (_NO, _NO, _tangents_ct((_Z, *ts_ct[2:])), *args_ct[1:])
 
     return out, init_pullback
+
+
+def _through_kernel(kernel: Callable, ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    """An operation whose pushforward is a kernel of ``_pushforward_kernels``:
+    ``kernel(*args, *tangents)``, differentiated by first-order rules."""
+    n = len(args)
+    out, pb = rcall(kernel, *args, *ts[1:])
+
+    def kernel_pullback(ct: Any) -> tuple:
+        raw = pb(ct)  # (kernel, *args, *tangents)
+        return (_NO, _NO, _tangents_ct((_Z, *raw[1 + n :])), *raw[1 : 1 + n])
+
+    return out, kernel_pullback
 
 
 def _through_frule(rule: Any, f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
@@ -802,6 +895,27 @@ def _gradient_frule(config: Any, ṡ: Any, *rest: Any, **kwargs: Any) -> Any:
 frule.register(_api.gradient, config=ADConfig)(_gradient_frule)
 
 
+def _withgradient_frule(config: Any, ṡ: Any, *rest: Any, **kwargs: Any) -> Any:
+    """Forward mode over ``withgradient``: the value's tangent (a pushforward of ``f``)
+    and the gradient's (a Hessian-vector product, as ``gradient``'s frule)."""
+    m = len(rest) // 2
+    ts, (f, *args) = rest[:m], rest[m:]
+    out = _api.withgradient(f, *args, **kwargs)
+    ts = tuple(unthunk(t) for t in ts)
+    if all(_is_zero(t) for t in ts):
+        return out, _Z
+    if kwargs:  # the bound function's tangent: f's, in its field "f"
+        f = _api.bind_keywords(f, kwargs)
+        ts = (fn_tangent(("f",), (ts[0],)), *ts[1:])
+    v̇ = fcall_pair(f, ts, *args)[1]
+    raw = reverse_over_forward(directional, 1.0, f, ts, *args)
+    ġ = _forward.tan_tuple(*raw[3:])  # raw: (directional, f, ts, *args)
+    return out, Tangent[_api.WithGradient]._from_backing({"val": v̇, "grad": ġ})
+
+
+frule.register(_api.withgradient, config=ADConfig)(_withgradient_frule)
+
+
 @rrule.register(_api.withgradient, config=ADConfig)
 def _(config: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
     out = _api.withgradient(f, *args, **kwargs)
@@ -873,14 +987,55 @@ def _(config: Any, a: AbstractZero) -> Any:
     return a, lambda ȳ: (_NO, _Z)
 
 
+def tangent_of(f: Any, ts: tuple, *args: Any) -> Any:
+    """The tangent of ``f(*args)`` along ``ts``: the kernel whose gradient is a
+    second derivative along ``ts`` (``reverse_over_forward``'s ``rrule``)."""
+    return fcall_pair(f, ts, *args)[1]
+
+
 @rrule.register(reverse_over_forward, config=ADConfig)
 def _(config: Any, kernel: Callable, seed: Any, *args: Any) -> Any:
-    raise NotImplementedError(
-        "nested differentiation goes to second order: differentiating a second "
-        "derivative again (a third derivative, or a hessian inside gradient) is not "
-        "supported.\nTo fix: differentiate the second derivative by finite differences, "
-        "or write its formula by hand."
-    )
+    """Reverse mode over ``vjp = (∂kernel, ∂args) = J(args)ᵀ seed``, itself reverse mode
+    over forward mode: ``vjp`` is linear in ``seed``, so ``∂seed = J c̄`` (a pushforward
+    of ``kernel``), and ``∂args = ∇ ⟨seed, J(args) c̄⟩`` (reverse over the pushforward).
+    Both run ``kernel`` (forward mode) one level up: a third derivative, or deeper."""
+    out = reverse_over_forward(kernel, seed, *args)
+    n = len(args)
+
+    def reverse_over_forward_pullback(c̄: Any) -> tuple:
+        ts = tuple(_as_tangent(c) for c in entries(c̄, n + 1, "the cotangents of a pullback"))
+        if all(_is_zero(t) for t in ts):
+            return (_NO, _Z, _Z, *([_Z] * n))
+        seed_ct = fcall_pair(kernel, ts, *args)[1]
+        raw = reverse_over_forward(tangent_of, seed, kernel, ts, *args)
+        return (_NO, raw[1], seed_ct, *raw[3:])  # raw: (tangent_of, kernel, ts, *args)
+
+    return out, reverse_over_forward_pullback
+
+
+def _reverse_over_forward_frule(config: Any, ṡ: Any, *rest: Any) -> Any:
+    """Forward mode over ``vjp = J(args)ᵀ seed``: ``J(args)ᵀ ṡeed`` plus the derivative
+    along the arguments' tangents, ``∇ ⟨seed, J(args)·(k̇, ȧrgs)⟩`` (reverse over the
+    pushforward of the kernel): a third derivative, or deeper."""
+    m = len(rest) // 2
+    k̇, ṡeed, *ȧ = rest[:m]
+    kernel, seed, *args = rest[m:]
+    out = reverse_over_forward(kernel, seed, *args)
+    n = len(args)
+    parts = []
+    if not _is_zero(unthunk(ṡeed)):
+        parts.append(reverse_over_forward(kernel, unthunk(ṡeed), *args))
+    ts = (unthunk(k̇), *(unthunk(a) for a in ȧ))
+    if not all(_is_zero(t) for t in ts):
+        raw = reverse_over_forward(tangent_of, seed, kernel, ts, *args)
+        parts.append((raw[1], *raw[3:]))  # raw: (tangent_of, kernel, ts, *args)
+    if not parts:
+        return out, _Z
+    total = parts[0] if len(parts) == 1 else tuple(map(acc, *parts))
+    return out, _forward.tan_tuple(*(total[i] for i in range(n + 1)))
+
+
+frule.register(reverse_over_forward, config=ADConfig)(_reverse_over_forward_frule)
 
 
 # --- plumbing that rule bodies use ----------------------------------------------------

@@ -37,6 +37,7 @@ from ._fast import NUMPY_SCALARS as _NUMPY_SCALARS
 from ._fast import lean_rule as _lean_rule
 from ._fast import numpy_scalar_call as _numpy_scalar_call
 from ._fast import scalar_partials as _scalar_partials
+from ._keywords import keyword_reason, keywords_as_positions, maybe_differentiable
 from ._once import ONCE as _ONCE
 from ._runtime_checks import argument_write, unpack_error
 from ._state import WRITES as _WRITES
@@ -282,6 +283,9 @@ def rcall_kw(f: Any, args: tuple, kwargs: dict) -> tuple[Any, Callable]:
     if f in _RULES if _hashable(f) else False:
         rule = _lookup(f, tuple(map(type, args)), _ADConfigType)
         if rule is not None:
+            moved = keywords_as_positions(f, args, kwargs) if kwargs else None
+            if moved is not None and _lookup(f, tuple(map(type, moved[0])), _ADConfigType):
+                return _keywords_moved(f, len(args), *moved)
             if rule.takes_config:
                 y, pb = _checked(rule.impl(CONFIG, *args, **kwargs), f, args)
             else:
@@ -345,35 +349,34 @@ def _shape_checked(pb: Callable, f: Any, args: tuple) -> Callable:
     return shape_checked_pullback
 
 
+def _keywords_moved(f: Any, n: int, args: tuple, kwargs: dict, names: tuple) -> tuple:
+    """``rcall_kw`` of the call with keywords passed by position (``_keywords``): the
+    cotangents of the positions past the first ``n`` go back to their keywords."""
+    y, pb = rcall_kw(f, args, kwargs)
+
+    def keywords_moved_pullback(ȳ: Any) -> tuple:
+        cts = pb(ȳ)
+        kw = dict(cts[-1])
+        kw.update((k, c) for k, c in zip(names, cts[n + 1 : -1]) if k is not None)
+        return (*cts[: n + 1], kw)
+
+    return y, keywords_moved_pullback
+
+
 def _with_kw_cotangents(pb: Callable, f: Any, kwargs: dict) -> Callable:
     # Rules give keyword arguments no cotangent (ChainRules' convention). A
     # float or array passed by keyword may carry a derivative: it gets a
     # not-implemented tangent, which raises only if that derivative is used.
     kw_cts = {
-        k: not_implemented(
-            f"{_fname(f)} has a rule, and rules give no derivative for keyword "
-            f"argument {k!r}; pass it positionally or write the call in plain Python"
-        )
+        k: not_implemented(keyword_reason(f, [k], "a rule", call_site()))
         for k, v in kwargs.items()
-        if _maybe_differentiable(v)
+        if maybe_differentiable(v)
     }
 
     def kw_pullback(ȳ: Any) -> tuple:
         return (*pb(ȳ), kw_cts)
 
     return kw_pullback
-
-
-def _maybe_differentiable(v: Any) -> bool:
-    if isinstance(v, (float, complex)):
-        return True
-    np = sys.modules.get("numpy")
-    return (
-        np is not None
-        and isinstance(v, (np.ndarray, np.inexact))
-        and getattr(v, "dtype", None) is not None
-        and v.dtype.kind in "fc"
-    )
 
 
 def _fallback(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:

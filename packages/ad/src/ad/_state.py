@@ -178,7 +178,9 @@ def stateful(obj: Any) -> bool:
     out = not (
         cls.__module__.split(".")[0] in _PLAIN_MODULES
         or issubclass(cls, Buffer)
-        or issubclass(cls, (tuple, type, Tangent, types.FunctionType, types.ModuleType))
+        or issubclass(
+            cls, (tuple, type, Tangent, AbstractZero, types.FunctionType, types.ModuleType)
+        )
         or (dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen)  # type: ignore[attr-defined]
     )
     _STATEFUL[cls] = out

@@ -12,7 +12,8 @@ Decisions:
   :mod:`rules._numpy_reductions`): NaN entries get a zero cotangent, and so
   does every entry of an all-NaN slice (its NaN result does not depend on them).
 * ``average``'s ``weights`` are differentiable when passed positionally
-  (``np.average(a, None, w)``: keyword arguments get no derivative), and so is
+  (``np.average(a, None, w)``: keyword arguments get no derivative; ``ad``
+  passes ``weights=w`` by position itself), and so is
   the sum of weights it returns with ``returned=True``.
 * ``cov`` and ``corrcoef`` are differentiable in ``m`` and a positional ``y``;
   frequency and analytic weights are data, not parameters. For complex data

@@ -19,6 +19,7 @@ import numpy as np
 from rulescore import (
     AbstractZero,
     NoTangent,
+    NotImplementedTangent,
     ProjectTo,
     Tangent,
     ZeroTangent,
@@ -46,6 +47,8 @@ def seq_entries(t: Any, n: int) -> list:
     t = unthunk(t)
     if isinstance(t, AbstractZero):
         return [_ZERO] * n
+    if isinstance(t, NotImplementedTangent):  # each entry's derivative is missing too
+        return [t] * n
     entries = list(t)
     if len(entries) != n:
         raise ValueError(f"a tangent of a sequence of {n} entries has {len(entries)} entries")

@@ -1,0 +1,114 @@
+"""Keyword arguments of calls that a rule answers.
+
+Rules give keyword arguments no derivative (ChainRules' convention), so a call
+such as ``np.average(x, weights=w)`` or ``np.trapezoid(y, x=t)`` would lose the
+derivative through ``w`` or ``t``. When the function's signature lets such a
+keyword be passed by position, both modes make the call positionally
+(``np.average(x, None, w)``), filling the parameters in between with their
+defaults, and the rule's derivative for that position is the keyword's. A
+keyword that cannot move (keyword-only, or a builtin without a signature)
+keeps a not-implemented derivative, which raises only if it is used.
+
+>>> import numpy as np
+>>> args, kwargs, names = keywords_as_positions(np.average, (np.ones(2),), {"weights": np.ones(2)})
+>>> len(args), kwargs, names
+(3, {}, (None, 'weights'))
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from typing import Any
+
+__all__ = ["keyword_reason", "keywords_as_positions", "maybe_differentiable"]
+
+_EMPTY = inspect.Parameter.empty
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_PARAMS: dict[Any, tuple | None] = {}
+
+
+def maybe_differentiable(v: Any) -> bool:
+    """Whether a keyword argument's value may carry a derivative a rule drops: a float
+    or complex number, a float or complex array or numpy scalar, or a list, tuple or
+    dict holding one (``weights=[a, b]``). A function passed by keyword
+    (``sorted(xs, key=...)``) is not: rules use it to choose, not to compute.
+
+    >>> maybe_differentiable([1, 2.5]), maybe_differentiable(abs), maybe_differentiable(3)
+    (True, False, False)
+    """
+    if isinstance(v, (float, complex)):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(maybe_differentiable(e) for e in v)
+    if isinstance(v, dict):
+        return any(maybe_differentiable(e) for e in v.values())
+    np = sys.modules.get("numpy")
+    return (
+        np is not None
+        and isinstance(v, (np.ndarray, np.inexact))
+        and getattr(v, "dtype", None) is not None
+        and v.dtype.kind in "fc"
+    )
+
+
+def keywords_as_positions(f: Any, args: tuple, kwargs: dict) -> tuple | None:
+    """``(args2, kwargs2, names)``: the call ``f(*args, **kwargs)`` with each keyword
+    that may carry a derivative passed by position, or ``None`` when none can move.
+    ``names`` names the keyword at each added position (``None``: a default)."""
+    params = _positional_params(f)
+    if params is None:
+        return None
+    where = {name: i for i, (name, _) in enumerate(params)}
+    last = max((where.get(k, -1) for k, v in kwargs.items() if maybe_differentiable(v)), default=-1)
+    if last < len(args):
+        return None
+    extra, names = [], []
+    for name, default in params[len(args) : last + 1]:
+        if name in kwargs:
+            extra.append(kwargs[name])
+            names.append(name)
+        elif default is not _EMPTY:
+            extra.append(default)
+            names.append(None)
+        else:
+            return None
+    rest = {k: v for k, v in kwargs.items() if k not in names}
+    return (*args, *extra), rest, tuple(names)
+
+
+def _positional_params(f: Any) -> tuple | None:
+    """``(name, default)`` of ``f``'s leading parameters that can be passed by position."""
+    try:
+        return _PARAMS[f]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable
+        return None
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        params = None
+    else:
+        params = []
+        for p in sig.parameters.values():
+            if p.kind not in _POSITIONAL:
+                break
+            params.append((p.name, p.default))
+        params = tuple(params)
+    _PARAMS[f] = params
+    return params
+
+
+def keyword_reason(f: Any, names: list, rule: str, site: str) -> str:
+    """Why the derivative through keyword arguments ``names`` of ``f`` is missing."""
+    from ._runtime import _fname
+
+    called = f" (called at {site})" if site else ""
+    which = ", ".join(repr(k) for k in names)
+    return (
+        f"{_fname(f)}{called} has {rule}, and rules give no derivative for keyword "
+        f"argument {which}, which ad cannot pass by position (keyword-only).\n"
+        "To fix: compute that argument's contribution outside the call, or define the "
+        f"function in Python without a rule (or give its rule a positional parameter)"
+    )

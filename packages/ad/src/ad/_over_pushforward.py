@@ -1,0 +1,266 @@
+"""Reverse mode over forward mode over forward mode: ``fcall`` of ``fcall``.
+
+When reverse mode differentiates a pushforward of a pushforward (a third
+derivative, or a gradient of a ``jvp`` of a ``jvp``), the outer pushforward
+calls ``fcall(fcall, T, g, gts, *gargs)``: the inner call ``fcall(g, gts, *gargs)``
+pushed forward along ``T``. ``_forward_over`` computes that by running the
+program the inner call runs (``g``'s generated pushforward, or the body of
+``g``'s ``frule``) in forward mode. Here the same computation is written as
+small Python kernels, which reverse mode differentiates as source like any
+other function; ``_nested``'s ``rrule`` of ``fcall`` hands these calls to
+``through_self``.
+"""
+
+from __future__ import annotations
+
+import operator
+import types
+from collections.abc import Callable
+from typing import Any
+
+from rulescore import NoTangent, Tangent, ZeroTangent, non_differentiable, rrule, unthunk
+
+from . import _forward, _forward_api, _forward_fast, _forward_over, _forward_over_jvp, _nested
+from ._config import ADConfig
+from ._cotangents import entries, from_list_ct
+from ._runtime import rcall
+
+__all__ = ["through_self"]
+
+_Z = ZeroTangent()
+_NO = NoTangent()
+_FunctionType = types.FunctionType
+CONFIG = ADConfig()
+
+
+# --- the kernels (differentiated as source) ------------------------------------------
+
+
+def pushforward_of(g: types.FunctionType, closure_active: bool) -> Any:
+    """``g``'s generated pushforward (``nested_pushforward``), bound to ``g``'s cells."""
+    return _forward_over.nested_pushforward(g, closure_active)[0]
+
+
+def pushforward_names(g: types.FunctionType, closure_active: bool) -> tuple:
+    """The names of the keyword-only tangent parameters of ``pushforward_of(g, ...)``."""
+    _, _, dt, df = _forward_over.nested_pushforward(g, closure_active)
+    return (dt, df)
+
+
+non_differentiable(pushforward_names)
+
+
+@rrule.register(pushforward_of, config=ADConfig)
+def _(config: Any, g: Any, closure_active: bool) -> Any:
+    own = frozenset(g.__code__.co_freevars)
+
+    def pushforward_of_pullback(ct: Any) -> tuple:  # the same cells: g's own
+        return (_NO, _nested._closure_ct(ct, own), _NO)
+
+    return pushforward_of(g, closure_active), pushforward_of_pullback
+
+
+def ff_python(ġ: Any, ġts: Any, ġargs: tuple, g: Any, gts: tuple, gargs: tuple, active: bool):
+    """``fcall(g, gts, *gargs)`` pushed forward along ``(ġ, ġts, ġargs)`` for a Python
+    function ``g`` of plain positional parameters: its pushforward, pushed forward."""
+    gen = pushforward_of(g, active)
+    names = pushforward_names(g, active)
+    m = len(gts)
+    ṫs = _forward.split(ġts, m)
+    dt = gts[1:]
+    ḋt = _forward.tan_tuple(*ṫs[1:])
+    return _forward.fcall_gen(gen, ġ, gargs, ġargs, None, names, (dt, gts[0]), (ḋt, ṫs[0]))
+
+
+def ff_frule(ġts: Any, ġargs: tuple, impl: Any, head: tuple, gts: tuple, gargs: tuple) -> Any:
+    """The same for a function with an ``frule``: the rule's body, pushed forward."""
+    m = len(gts)
+    ṫs = _forward.split(ġts, m)
+    zeros = (_Z,) * (len(head) + 1)
+    return _forward.fcall(impl, (*zeros, *ṫs, *ġargs), *head, *gts, *gargs)
+
+
+def ff_linear(ġts: Any, ġargs: tuple, g: Any, gts: tuple, gargs: tuple) -> Any:
+    """The same for a linear helper (packing, selection): one map on every level."""
+    m = len(gts)
+    ṫs = _forward.split(ġts, m)
+    inner = _forward.fcall(g, gts, *gargs)
+    y_o = _forward.fcall(g, (_Z, *ġargs), *gargs)[1]
+    ẏ_o = _forward.fcall(g, (_Z, *ṫs[1:]), *gargs)[1]
+    return inner, _forward.tan_tuple(y_o, ẏ_o)
+
+
+non_differentiable(_forward_over.zero)
+
+
+# --- rrule of fcall(fcall, ...) --------------------------------------------------------
+
+
+def _simple(g: types.FunctionType, n: int) -> bool:
+    code = g.__code__
+    return (
+        code.co_argcount == n
+        and not code.co_kwonlyargcount
+        and not code.co_flags & 0x0C  # no *args, **kwargs
+    )
+
+
+def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    """``(out, pullback)`` for ``fcall(fcall, ts, g, gts, *gargs)``; the pullback
+    returns ``(∂ts entries..., ∂g, ∂gts, ∂gargs entries...)`` as ``(ts_ct, args_ct)``."""
+    g, gts, *gargs = args
+    gts, gargs = tuple(gts), tuple(gargs)
+    n, m = len(gargs), len(gts)
+    ġ, ġts, ġargs = ts[1], ts[2], tuple(ts[3:])
+    tg = type(g)
+    if tg is types.MethodType:  # the method's tangent is its receiver's
+        inner_ts = (_Z, _Z, _forward.tan_tuple(_Z, *_forward.split(ġts, m)), ġ, *ġargs)
+        new_args = (g.__func__, (_Z, *gts), g.__self__, *gargs)
+        out, pb = _over_fcall(inner_ts, new_args)
+
+        def method_pullback(ct: Any) -> tuple:
+            ts_ct, a_ct = pb(ct)
+            gts_ct = entries(a_ct[1], m + 1, "tangents")
+            ṫs_ct = entries(ts_ct[2], m + 1, "tangents")
+            new_ts = (_Z, ts_ct[3], _nested._tangents_ct(ṫs_ct[1:]), *ts_ct[4:])
+            return new_ts, (a_ct[2], _nested._tangents_ct(gts_ct[1:]), *a_ct[3:])
+
+        return out, method_pullback
+    call = next((k.__dict__["__call__"] for k in tg.__mro__ if "__call__" in k.__dict__), None)
+    if tg is not _FunctionType and isinstance(call, _FunctionType):  # a callable object
+        return _over_fcall(ts, (types.MethodType(call, g), gts, *gargs))
+    if _forward._hashable(g) and g in _forward_over.LINEAR:
+        out, pb = rcall(ff_linear, ġts, ġargs, g, gts, gargs)
+
+        def linear_pullback(ct: Any) -> tuple:
+            raw = pb(ct)  # (kernel, ġts, ġargs, g, gts, gargs)
+            ġargs_ct = entries(raw[2], n, "tangents")
+            gargs_ct = entries(raw[5], n, "arguments")
+            return (_Z, _Z, raw[1], *ġargs_ct), (_NO, raw[4], *gargs_ct)
+
+        return out, linear_pullback
+    if tg is _FunctionType and g not in _forward._FRULES:
+        if not _simple(g, n):
+            raise _nested._unsupported(
+                f"reverse mode over forward over forward mode of {_forward._fname(g)}, called "
+                "with default, keyword or *args arguments",
+                "pass every parameter positionally",
+            )
+        active = bool(g.__code__.co_freevars) and not _forward_over.zero(gts[0])
+        out, pb = rcall(ff_python, ġ, ġts, ġargs, g, gts, gargs, active)
+
+        def python_pullback(ct: Any) -> tuple:
+            raw = pb(ct)  # (kernel, ġ, ġts, ġargs, g, gts, gargs, active)
+            ġargs_ct = entries(raw[3], n, "tangents")
+            gargs_ct = entries(raw[6], n, "arguments")
+            return (_Z, raw[1], raw[2], *ġargs_ct), (raw[4], raw[5], *gargs_ct)
+
+        return out, python_pullback
+    if _forward._hashable(g) and g in _forward._FRULES:
+        rule = _forward._lookup(g, tuple(map(type, gargs)), ADConfig)
+        if rule is not None:
+            if _forward._is_numpy_function(g):
+                gts = _forward._array_like_tangents(gts, gargs)
+            head = (CONFIG,) if rule.takes_config else ()
+            out, pb = rcall(ff_frule, ġts, ġargs, rule.impl, head, gts, gargs)
+
+            def frule_pullback(ct: Any) -> tuple:
+                raw = pb(ct)  # (kernel, ġts, ġargs, impl, head, gts, gargs)
+                ġargs_ct = entries(raw[2], n, "tangents")
+                gargs_ct = entries(raw[6], n, "arguments")
+                return (_Z, _Z, raw[1], *ġargs_ct), (_NO, raw[5], *gargs_ct)
+
+            return out, frule_pullback
+    raise _nested._unsupported(
+        f"reverse mode over forward over forward mode of {_forward._fname(g)} (it follows "
+        "Python functions, functions with an frule, linear helpers and methods)",
+        "call it through a Python function, or register an frule for it",
+    )
+
+
+def through_self(f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    """``rrule`` of ``fcall(f, ts, *args)`` for ``f`` forward mode's own dispatch
+    (``fcall``, ``fcall_pair``), a scalar fast path or ``jvp``: pullback as
+    ``_nested._fcall_rrule``'s."""
+    if f is _forward.fcall or f is _nested.fcall_pair:
+        out, pb = _over_fcall(ts, args)
+
+        def fcall_pullback(ct: Any) -> tuple:
+            ts_ct, a_ct = pb(ct)
+            return (_NO, _NO, _nested._tangents_ct(ts_ct), *a_ct)
+
+        return out, fcall_pullback
+    if f in _FAST:
+        op = _FAST[f]
+        k = len(args) // 2  # (a, b, ȧ, ḃ) or (a, ȧ)
+        vals, dots = args[:k], args[k:]
+        inner_ts = (_Z, _Z, _forward.tan_tuple(_Z, *ts[1 + k :]), *ts[1 : 1 + k])
+        out, pb = _over_fcall(inner_ts, (op, (_Z, *dots), *vals))
+
+        def ffast_pullback(ct: Any) -> tuple:
+            ts_ct, a_ct = pb(ct)  # a_ct: (op, its ts, *vals)
+            dots_ct = entries(a_ct[1], k + 1, "tangents")[1:]
+            ṫs_ct = entries(ts_ct[2], k + 1, "tangents")[1:]
+            t_ct = (_Z, *ts_ct[3 : 3 + k], *ṫs_ct)
+            return (_NO, _NO, _nested._tangents_ct(t_ct), *a_ct[2:], *dots_ct)
+
+        return out, ffast_pullback
+    return _over_jvp(ts, args)
+
+
+def _over_jvp(ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    """``jvp(f, xs, ẋs)`` inside a pushforward: as ``fcall(f, (0, *ẋs), *xs)``."""
+    f, xs, ẋs = args
+    n = len(xs)
+    user = _forward_over_jvp.user_tangents
+    inner_ts = (
+        _Z,
+        ts[1],
+        _forward.tan_tuple(_Z, *user(xs, ts[3])),
+        *_forward_over.split_ts(ts[2], n),
+    )
+    out, pb = _over_fcall(inner_ts, (f, (_Z, *user(xs, tuple(ẋs))), *xs))
+    (y, ẏ), ṫ = out
+
+    def jvp_pullback(ct: Any) -> tuple:
+        ts_ct, a_ct = pb(ct)  # a_ct: (f, (0, *ẋs), *xs)
+        t = _nested._tangents_ct
+        ẋs_ct = entries(a_ct[1], n + 1, "tangents")[1:]
+        ṫs_ct = entries(ts_ct[2], n + 1, "tangents")[1:]
+        jvp_ts = (_Z, ts_ct[1], t(tuple(ts_ct[3:])), t(tuple(ṫs_ct)))
+        return (_NO, _NO, t(jvp_ts), a_ct[0], t(tuple(a_ct[2:])), t(tuple(ẋs_ct)))
+
+    return ((y, _forward_api.tangent_out(y, ẏ)), ṫ), jvp_pullback
+
+
+_FAST = {
+    **{getattr(_forward_fast, f"ffast_{k}"): getattr(operator, k) for k in _forward_over.BINARY},
+    _forward_fast.ffast_neg: operator.neg,
+}
+_nested.SELF_RRULES.update(
+    dict.fromkeys([_forward.fcall, _nested.fcall_pair, _forward_api.jvp, *_FAST], through_self)
+)
+
+
+# --- loops in a pushforward, differentiated in reverse -------------------------------
+
+
+@rrule.register(_forward.fiter, config=ADConfig)
+def _(config: Any, it: Any, ṫ: Any) -> Any:
+    """``fiter(it, ṫ)``: the pairs ``(element, tangent)`` of a loop in a pushforward
+    (materialised: a zero tangent repeats without end)."""
+    pairs = list(_forward.fiter(it, ṫ))
+    n = len(pairs)
+    src = unthunk(ṫ)
+
+    def fiter_pullback(ct: Any) -> tuple:
+        cts = [entries(c, 2, "an (element, tangent) pair") for c in entries(ct, n, "pairs")]
+        it_ct = from_list_ct(it, [c[0] for c in cts]) if not isinstance(it, dict) else _Z
+        t_cts = [c[1] for c in cts]
+        if _forward_over.zero(src) or all(_forward_over.zero(c) for c in t_cts):
+            return (_NO, it_ct, _Z)
+        if isinstance(src, Tangent):
+            return (_NO, it_ct, type(src)._from_backing(tuple(t_cts)))
+        return (_NO, it_ct, from_list_ct(src, t_cts))
+
+    return pairs, fiter_pullback
