@@ -11,6 +11,7 @@ from rules._util import getrefcount as _getrefcount  # sys.getrefcount where cal
 from rulescore import (
     AbstractZero,
     InplaceableThunk,
+    NotImplementedTangent,
     Tangent,
     ZeroTangent,
 )
@@ -21,6 +22,7 @@ from .errors import CotangentShapeError
 _Z = ZeroTangent()
 _float = float
 _InplaceableThunk = InplaceableThunk
+_NotImplementedTangent = NotImplementedTangent
 try:
     import numpy as _numpy
 
@@ -41,6 +43,12 @@ def acc(a: Any, b: Any) -> Any:
     test numpy itself uses to reuse temporaries) and it owns its memory; an
     ``InplaceableThunk`` is then added without materialising it. Thunks added
     to a zero stay lazy.
+
+    A ``NotImplementedTangent`` (a rule's missing derivative) absorbs what is added
+    to it rather than raising here: the sum is as missing as its part, and still
+    raises with the rule's reason wherever it is used (any arithmetic on it, a
+    gradient handed to the caller). A cotangent nobody asks for (that of a
+    constant inside an argument tuple, at second order) then costs nothing.
     """
     if type(a) is float and type(b) is float:  # scalar code: the common case
         return a + b
@@ -51,6 +59,10 @@ def acc(a: Any, b: Any) -> Any:
     if isinstance(a, AbstractZero):
         return b
     ta = type(a)
+    if ta is _NotImplementedTangent:
+        return a
+    if type(b) is _NotImplementedTangent:
+        return b
     if ta is _ndarray:
         # refs: the caller's variable, this parameter, getrefcount's argument
         if _getrefcount(a) <= 3 and a.base is None and a.flags.writeable:
@@ -63,6 +75,8 @@ def acc(a: Any, b: Any) -> Any:
             b = b.unthunk()
         if type(b) is ta:
             return _add_mappings(a, b)
+    if type(b) is _InplaceableThunk and isinstance(a, Tangent) and ta._kind == "positional":
+        return _add_into_entries(a, b)  # a list's, read entry by entry
     if isinstance(a, AbstractThunk):
         # A thunk only the caller's variable holds (as for an array above) caches
         # its value and dies with that variable: when the value is held by the
@@ -113,12 +127,25 @@ def _add_mappings(a: Any, b: Any) -> Any:
     each read, not the dict's size."""
     ab = a._backing
     # refs to a: the caller's variable, acc's and this parameter, getrefcount's
-    # argument; to its entries: a's slot and getrefcount's argument
-    mine = _getrefcount(a) <= 4 and _getrefcount(ab) <= 2
+    # argument; to its entries: a's slot, ``ab`` and getrefcount's argument
+    mine = _getrefcount(a) <= 4 and _getrefcount(ab) <= 3
     out = ab if mine else dict(ab)
     for k, v in b._backing.items():
         out[k] = acc(out[k], v) if k in out else v
     return a if mine else type(a)._from_backing(out)
+
+
+def _add_into_entries(a: Any, b: Any) -> Any:
+    """A sequence tangent ``a`` plus an ``InplaceableThunk`` ``b`` (one entry's
+    cotangent, ``rules.entry_cotangent``): written into ``a``'s entries when the
+    caller's variable alone holds ``a`` and ``a`` alone its list of entries (as
+    for arrays above); otherwise into a copy, which the caller then owns."""
+    # refs to a: the caller's variable, acc's and this parameter, getrefcount's
+    # argument; to its entries: a's slot, ``ab`` and getrefcount's argument
+    ab = a._backing
+    if not (type(ab) is list and _getrefcount(a) <= 4 and _getrefcount(ab) <= 3):
+        a = type(a)._from_backing(list(ab))
+    return b.add_fn(a)
 
 
 def _add_into(a: Any, b: Any) -> Any:

@@ -18,10 +18,12 @@ import numpy as np
 
 from rulescore import (
     AbstractZero,
+    InplaceableThunk,
     NoTangent,
     NotImplementedTangent,
     ProjectTo,
     Tangent,
+    Thunk,
     ZeroTangent,
     frule,
     rrule,
@@ -31,6 +33,7 @@ from rulescore import (
 __all__ = [
     "dict_getitem_frule",
     "dict_getitem_rrule",
+    "entry_cotangent",
     "seq_cotangent",
     "seq_entries",
     "sequence_getitem_frule",
@@ -124,17 +127,50 @@ def _list_getitem_pullback(n: int, i: Any, Ω: Any) -> Any:
         ȳ = unthunk(ȳ)
         if isinstance(ȳ, AbstractZero):
             return _NO, _ZERO, _NO
+        if not isinstance(i, slice):
+            return _NO, entry_cotangent(n, k, project(ȳ)), _NO
         entries: list = [_ZERO] * n
-        if isinstance(i, slice):
-            for j, v, p in zip(picked, seq_entries(ȳ, len(picked)), projections):
-                entries[j] = p(v)
-        else:
-            entries[k] = project(ȳ)
+        for j, v, p in zip(picked, seq_entries(ȳ, len(picked)), projections):
+            entries[j] = p(v)
         if all(isinstance(e, AbstractZero) for e in entries):
             return _NO, _NO if any(e is _NO for e in entries) else _ZERO, _NO
         return _NO, Tangent[list](*entries), _NO
 
     return getitem_pullback
+
+
+def entry_cotangent(n: int, k: int, v: Any) -> Any:
+    """The cotangent of a list of ``n`` entries whose entry ``k`` alone has cotangent ``v``.
+
+    An ``InplaceableThunk``: added to an accumulator (a ``Tangent[list]`` the
+    adding code owns, see ``add_``), it writes entry ``k`` alone, so reading
+    ``xs[i]`` for every ``i`` of a long list costs each read, not the list's
+    length; on its own it is the dense ``Tangent[list]``.
+
+    >>> t = entry_cotangent(3, 1, 2.0)
+    >>> unthunk(t)
+    Tangent[list](ZeroTangent(), 2.0, ZeroTangent())
+    >>> acc = Tangent[list]._from_backing([1.0, 1.0, 1.0])
+    >>> t.add_fn(acc)
+    Tangent[list](1.0, 3.0, 1.0)
+    """
+    if isinstance(v, AbstractZero):
+        return v
+
+    def add_entry(a: Any) -> Any:
+        b = a._backing
+        if type(b) is not list or len(b) != n:  # not an accumulator of this list: add densely
+            return a + dense()
+        e = b[k]
+        b[k] = v if isinstance(e, AbstractZero) else unthunk(e) + v
+        return a
+
+    def dense() -> Any:
+        entries: list = [_ZERO] * n
+        entries[k] = v
+        return Tangent[list](*entries)
+
+    return InplaceableThunk(add_entry, Thunk(dense))
 
 
 @frule.register(operator.getitem)
