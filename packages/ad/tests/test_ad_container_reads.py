@@ -228,3 +228,26 @@ def test_list_gradients_are_the_callers_to_change():
     assert back(1.0)[0] == [5.0, 4.0, 6.0]
     assert back(2.0)[0] == [10.0, 8.0, 12.0]
     assert xs == [1.0, 2.0, 3.0]
+
+
+def split_products(x):
+    parts = np.split(x, 3)
+    s = 0.0
+    for i in range(3):
+        s = s + np.sum(parts[i] * parts[i - 1] ** 2)
+    return s
+
+
+def test_list_reads_at_second_order_through_a_rule_reading_the_whole_cotangent():
+    # parts[i]'s cotangents accumulate into np.split's list cotangent, which its
+    # pullback reads whole (rulescore.backing): checked by every mode pair
+    x = np.array([0.5, 1.5, -0.7, 0.2, 1.1, -0.4])
+    v = np.array([1.0, 0.3, -0.2, 0.5, -1.0, 0.7])
+    grad = lambda x: ad.gradient(split_products, x)[0]  # noqa: E731
+    h = 1e-5
+    want = (grad(x + h * v) - grad(x - h * v)) / (2 * h)
+    np.testing.assert_allclose(ad.hvp(split_products, (x,), (v,))[0], want, rtol=1e-6)
+    np.testing.assert_allclose(ad.hessian(split_products, x) @ v, want, rtol=1e-6)
+    np.testing.assert_allclose(ad.hessian_reverse(split_products, x) @ v, want, rtol=1e-6)
+    wHv = ad.jvp(lambda x: ad.jvp(split_products, (x,), (v,))[1], (x,), (v,))[1]
+    assert wHv == pytest.approx(v @ want, rel=1e-6)

@@ -167,3 +167,10 @@ def test_container_fields_add_entry_by_entry():
     assert t.w == [4.0, 6.0] and t.b == {"k": 2.0, "j": 2.0}
     with pytest.raises(ValueError, match="lengths 1 and 2"):
         Tangent[Plain](w=[1.0]) + Tangent[Plain](w=[1.0, 2.0])
+
+
+def test_backing_of_a_positional_tangent_is_a_tuple_whatever_holds_its_entries():
+    # ad accumulates a list's cotangent entry by entry in a list of its own
+    t = Tangent[list]._from_backing([1.0, 2.0])
+    assert backing(t) == (1.0, 2.0) and type(backing(t)) is tuple
+    assert list(t) == [1.0, 2.0] and t + Tangent[list](1.0, 1.0) == Tangent[list](2.0, 3.0)

@@ -173,7 +173,7 @@ def _(config: Any, ṡ: Any, ċls: Any, ḃ: Any, cls: type, b: Any) -> Any:
         return cls._from_backing(b), _Z
     if isinstance(ḃ, Tangent):
         ḃ = ḃ._backing
-    return cls._from_backing(b), cls._from_backing(tuple(ḃ) if isinstance(b, tuple) else dict(ḃ))
+    return cls._from_backing(b), cls._from_backing(dict(ḃ) if isinstance(b, dict) else tuple(ḃ))
 
 
 @frule.register(backing, config=ADConfig)

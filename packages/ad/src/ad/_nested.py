@@ -1045,16 +1045,16 @@ non_differentiable(_forward.is_zero)
 
 @rrule.register(Tangent._from_backing.__func__, config=ADConfig)
 def _(config: Any, cls: type, b: Any) -> Any:
-    container = Tangent[tuple] if isinstance(b, tuple) else Tangent[dict]
+    container = Tangent[dict] if isinstance(b, dict) else Tangent[type(b)]  # tuple or list
 
     def from_backing_pullback(ȳ: Any) -> tuple:
         ȳ = unthunk(ȳ)
         if _is_zero(ȳ):
             return (_NO, _NO, _Z)
         inner = ȳ._backing if isinstance(ȳ, Tangent) else ȳ
-        if isinstance(b, tuple):
-            return (_NO, _NO, container._from_backing(tuple(inner)))
-        return (_NO, _NO, container._from_backing(dict(inner)))
+        if isinstance(b, dict):
+            return (_NO, _NO, container._from_backing(dict(inner)))
+        return (_NO, _NO, container._from_backing(tuple(inner)))
 
     return cls._from_backing(b), from_backing_pullback
 

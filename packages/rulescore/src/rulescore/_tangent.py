@@ -328,7 +328,7 @@ def _conj(x: Any) -> Any:
 
 
 def _values(b: Any) -> Any:
-    return b if isinstance(b, tuple) else b.values()
+    return b.values() if isinstance(b, dict) else b
 
 
 def _is_zero_value(x: Any) -> bool:
@@ -385,7 +385,8 @@ def _apply_to_primal(p: Any, t: Tangent) -> Any:
 
 
 def backing(t: Any) -> Any:
-    """The plain container inside a ``Tangent``: a tuple or a dict.
+    """The plain container inside a ``Tangent``: a tuple or a dict (a copy the
+    caller may keep).
 
     >>> backing(Tangent[tuple](1.0, 2.0))
     (1.0, 2.0)
@@ -393,7 +394,8 @@ def backing(t: Any) -> Any:
     if not isinstance(t, Tangent):
         raise TypeError(f"backing needs a Tangent, got {type(t).__name__}")
     b = t._backing
-    return b if isinstance(b, tuple) else dict(b)
+    # a positional tangent's entries: a tuple, or a list while ad accumulates into it
+    return dict(b) if isinstance(b, dict) else tuple(b)
 
 
 def canonicalize(t: Tangent) -> Tangent:

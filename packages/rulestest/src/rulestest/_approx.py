@@ -71,7 +71,7 @@ def _entries(x: Any) -> dict | None:
     """The entries of a container or ``Tangent`` as a dict, or None for a leaf."""
     if isinstance(x, Tangent):
         b = x._backing
-        return dict(enumerate(b)) if isinstance(b, tuple) else dict(b)
+        return dict(b) if isinstance(b, dict) else dict(enumerate(b))
     if isinstance(x, tuple) and hasattr(type(x), "_fields"):
         return {k: getattr(x, k) for k in type(x)._fields}
     if isinstance(x, (tuple, list)):

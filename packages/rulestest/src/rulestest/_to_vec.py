@@ -216,7 +216,7 @@ class _Entries(Layout):
     def _assemble(self, vals: list[Any]) -> Any:
         x = self.primal
         if isinstance(x, Tangent):
-            b = tuple(vals) if isinstance(x._backing, tuple) else dict(zip(self.keys, vals))
+            b = dict(zip(self.keys, vals)) if isinstance(x._backing, dict) else tuple(vals)
             return type(x)._from_backing(b)
         if self.kind == "positional":
             return type(x)(vals) if isinstance(x, list) else tuple(vals)
@@ -236,8 +236,8 @@ class _Entries(Layout):
         zero = ZeroTangent()
         if isinstance(dx, Tangent):
             b = dx._backing
-            if self.kind == "positional" or isinstance(b, tuple):
-                if not isinstance(b, tuple) or len(b) != len(self.keys):
+            if self.kind == "positional" or not isinstance(b, dict):
+                if isinstance(b, dict) or len(b) != len(self.keys):
                     raise StructureMismatch(path, f"{_describe(dx)} for {_describe(self.primal)}")
                 return lambda k: b[k]
             if self.kind == "fields" and type(dx).primal_type is not type(self.primal):
@@ -311,8 +311,8 @@ def layout(x: Any) -> Layout:
         return _Complex(x)
     if isinstance(x, Tangent):
         b = x._backing
-        keys = list(range(len(b))) if isinstance(b, tuple) else list(b)
-        kind = "positional" if isinstance(b, tuple) else "mapping"
+        keys = list(b) if isinstance(b, dict) else list(range(len(b)))
+        kind = "mapping" if isinstance(b, dict) else "positional"
         return _Entries(x, kind, keys, [layout(b[k]) for k in keys])
     if isinstance(x, tuple) and hasattr(type(x), "_fields"):
         keys = list(type(x)._fields)
