@@ -920,3 +920,64 @@ EXCLUDED.update(
     }
 )
 _UNCOVERED = {k: CASES.pop(k) for k in EXCLUDED if k in CASES}
+
+# ---------------------------------------------------------------- sets, polynomials, gathers
+_ROOTS = np.array([1.0, -1.0, -2.75, 1.5])  # (x + 1.5)(x - 0.5)(x - 2): simple real roots
+CASES.update(
+    {
+        "math.frexp": Case(lambda x: math.frexp(x)[0], (0.7,)),
+        "math.modf": Case(lambda x: math.modf(x), (2.3,)),
+        "math.remainder": scalar(math.remainder, (3.1, 3.4), (1.2, 1.3)),
+        "numpy.extract": Case(
+            lambda x: np.extract(np.array([[1, 0, 1], [0, 1, 1]]), x), (n(),), (cn(),)
+        ),
+        "numpy.trim_zeros": Case(
+            lambda x: np.trim_zeros(np.concatenate([np.zeros(1), x, np.zeros(2)])),
+            (n((3,)),),
+            (cn((3,)),),
+        ),
+        "numpy.partition": Case(lambda x: np.partition(x, 2, axis=1), (n((2, 5)),), (cn((2, 5)),)),
+        "numpy.sort_complex": Case(lambda x: np.sort_complex(x), (n((2, 4)),), (cn((2, 4)),)),
+        "numpy.union1d": Case(
+            lambda a, b: np.union1d(a, b), (n((4,)), n((3,), 1)), (cn((4,)), cn((3,), 1))
+        ),
+        # the entries c[2], c[3] lie in both arrays: any direction keeps them common
+        "numpy.intersect1d": Case(lambda c: np.intersect1d(c[:4], c[2:]), (n((6,)),), (cn((6,)),)),
+        "numpy.setdiff1d": Case(
+            lambda a, b: np.setdiff1d(a, b), (n((4,)), n((3,), 1)), (cn((4,)), cn((3,), 1))
+        ),
+        "numpy.setxor1d": Case(
+            lambda a, b: np.setxor1d(a, b), (n((4,)), n((3,), 1)), (cn((4,)), cn((3,), 1))
+        ),
+        # complex values come out in hash order, which moves with the values: real only
+        "numpy.unique_values": Case(lambda x: np.unique_values(x), (n(),)),
+        "numpy.unique_counts": Case(lambda x: np.unique_counts(x)[0], (n(),)),
+        "numpy.unique_inverse": Case(lambda x: np.unique_inverse(x)[0], (n(),)),
+        "numpy.unique_all": Case(lambda x: np.unique_all(x)[0], (n(),)),
+        "numpy.polyadd": Case(
+            lambda a, b: np.polyadd(a, b), (n((3,)), n((2,), 1)), (cn((3,)), cn((2,), 1))
+        ),
+        "numpy.polysub": Case(
+            lambda a, b: np.polysub(a, b), (n((2,)), n((4,), 1)), (cn((2,)), cn((4,), 1))
+        ),
+        "numpy.polymul": Case(
+            lambda a, b: np.polymul(a, b), (n((3,)), n((2,), 1)), (cn((3,)), cn((2,), 1))
+        ),
+        "numpy.polydiv": Case(
+            lambda p, q: np.polydiv(p, q),
+            (n((5,)), np.array([2.0, 0.3, -0.5])),
+            (cn((5,)), np.array([2.0 + 0.1j, 0.3, -0.5j])),
+        ),
+        "numpy.polyder": Case(lambda p: np.polyder(p, 2), (n((5,)),), (cn((5,)),)),
+        "numpy.polyint": Case(
+            lambda p, k: np.polyint(p, 2, k), (n((4,)), n((2,), 1)), (cn((4,)), cn((2,), 1))
+        ),
+        "numpy.poly": Case(lambda z: np.poly(z), (n((3,)),), (cn((3,)),)),
+        "numpy.roots": Case(lambda p: np.roots(p), (_ROOTS,), (_ROOTS + 0.1j * cn((4,)).real,)),
+        "numpy.vander": Case(lambda x: np.vander(x, 4), (n((3,)),), (cn((3,)),)),
+        "numpy.polyfit": Case(
+            lambda x, y, w: np.polyfit(x, y, 2, None, False, w),
+            (np.linspace(-1.0, 1.0, 6) + 0.05 * n((6,)), n((6,), 1), u(0.5, 1.5, (6,))),
+        ),
+    }
+)

@@ -8,8 +8,12 @@ does. Where the function is finite but its derivative is not (``sqrt`` at 0,
 ``hypot`` and ``atan2`` at the origin get the subgradient 0.
 
 Integer arguments that are counts (``ldexp``'s exponent, an integer exponent of
-``math.pow``) get ``NoTangent()``. ``fsum``, ``prod`` and ``dist`` take
-iterables and are written by hand. Piecewise-constant and integer functions
+``math.pow``) get ``NoTangent()``. ``fmod`` and ``remainder`` are ``x - n·y``
+with ``n`` an integer constant between jumps (``trunc`` resp. round-half-even
+of ``x/y``): partials ``1`` and ``-n``. ``frexp`` (``x = m·2**e``: ``dm = dx/2**e``,
+the integer ``e`` has ``NoTangent()``) and ``modf`` (the fractional part moves
+with ``x``, the integral part does not) return pairs and are written by hand,
+as are ``fsum``, ``prod`` and ``dist``, which take iterables. Piecewise-constant and integer functions
 (``floor``, ``ceil``, ``trunc``, ``isnan``, ``factorial``, ``gcd``, ...) are
 non-differentiable.
 """
@@ -17,12 +21,14 @@ non-differentiable.
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 from rulescore import (
     AbstractZero,
     NoTangent,
     ProjectTo,
+    Tangent,
     ZeroTangent,
     frule,
     non_differentiable,
@@ -91,7 +97,8 @@ def _pow_partials(x: float, y: float, Ω: float) -> tuple:
 
 
 def _fmod_partials(x: float, y: float, Ω: float) -> tuple:
-    # fmod(x, y) = x - y * trunc(x / y), and (x - Ω) / y is that integer exactly
+    # fmod(x, y) = x - y * trunc(x / y), and (x - Ω) / y is that integer exactly; the
+    # same holds for remainder (round-half-even in place of trunc)
     return 1.0, _NO if is_integer(y) else -round((x - Ω) / y)
 
 
@@ -146,6 +153,7 @@ _PARTIALS: dict[str, Any] = {
     "copysign": _copysign_partials,
     "pow": _pow_partials,
     "fmod": _fmod_partials,
+    "remainder": _fmod_partials,
     "ldexp": _ldexp_partials,
 }
 
@@ -264,3 +272,47 @@ def _(ḟ, ṗ, q̇, p: _Seq, q: _Seq):
     for a, b, ȧ, ḃ in zip(p, q, seq_entries(ṗ, len(p)), seq_entries(q̇, len(q))):
         t += _div0(a - b, Ω) * (float(unthunk(ȧ)) - float(unthunk(ḃ)))
     return Ω, t
+
+
+@rrule.register(math.frexp)
+def _(x: numbers.Real):
+    _, e = Ω = math.frexp(x)
+
+    def frexp_pullback(ȳ):
+        m̄ = unthunk(ȳ)
+        m̄ = m̄ if isinstance(m̄, AbstractZero) else unthunk(m̄[0])
+        if isinstance(m̄, AbstractZero):
+            return _NO, _ZERO
+        return _NO, ProjectTo(x)(math.ldexp(float(m̄), -e))
+
+    return Ω, frexp_pullback
+
+
+@frule.register(math.frexp)
+def _(ḟ, ẋ, x: numbers.Real):
+    _, e = Ω = math.frexp(x)
+    ẋ = unthunk(ẋ)
+    if isinstance(ẋ, AbstractZero):
+        return Ω, _ZERO
+    return Ω, Tangent[tuple](math.ldexp(float(ẋ), -e), _NO)
+
+
+@rrule.register(math.modf)
+def _(x: numbers.Real):
+    def modf_pullback(ȳ):
+        f̄ = unthunk(ȳ)
+        f̄ = f̄ if isinstance(f̄, AbstractZero) else unthunk(f̄[0])
+        if isinstance(f̄, AbstractZero):
+            return _NO, _ZERO
+        return _NO, ProjectTo(x)(f̄)
+
+    return math.modf(x), modf_pullback
+
+
+@frule.register(math.modf)
+def _(ḟ, ẋ, x: numbers.Real):
+    Ω = math.modf(x)
+    ẋ = unthunk(ẋ)
+    if isinstance(ẋ, AbstractZero):
+        return Ω, _ZERO
+    return Ω, Tangent[tuple](float(ẋ), _ZERO)
