@@ -251,3 +251,54 @@ def test_list_reads_at_second_order_through_a_rule_reading_the_whole_cotangent()
     np.testing.assert_allclose(ad.hessian_reverse(split_products, x) @ v, want, rtol=1e-6)
     wHv = ad.jvp(lambda x: ad.jvp(split_products, (x,), (v,))[1], (x,), (v,))[1]
     assert wHv == pytest.approx(v @ want, rel=1e-6)
+
+
+def appended(xs):
+    out = []
+    for x in xs:
+        out.append(x * x)
+    s = 0.0
+    for k, v in enumerate(out):
+        s = s + v * (k + 1.0)
+    return s + out[0] * out[-1]
+
+
+def test_appends_match_differences_and_hand_derived():
+    xs = [0.5, -1.0, 2.0, 0.25]
+    g = ad.gradient(appended, xs)[0]
+    np.testing.assert_allclose(g, _fd_list(appended, xs), rtol=1e-6)
+    # s = sum (k+1) x_k^2 + x_0^2 x_3^2: ds/dx_1 = 2 * 2 * x_1
+    assert g[1] == pytest.approx(-4.0)
+    ẋ = [1.0, 0.5, -0.5, 2.0]
+    assert ad.jvp(appended, (xs,), (ẋ,))[1] == pytest.approx(np.dot(g, ẋ))
+
+
+def test_a_list_returned_after_appends_keeps_the_callers_seed():
+    def squares(xs):
+        out = []
+        for x in xs:
+            out.append(x * x)
+        return out
+
+    seed = [1.0, 2.0, 3.0]
+    y, back = ad.pullback(squares, [1.0, 2.0, 3.0])
+    assert back(seed)[0] == [2.0, 8.0, 18.0]
+    assert seed == [1.0, 2.0, 3.0]
+    assert back(seed)[0] == [2.0, 8.0, 18.0]
+
+
+def test_a_loop_of_appends_copies_no_whole_cotangents(monkeypatch):
+    import ad._rules_objects as objects
+
+    whole = []
+    entries = objects.entries
+
+    def counting(ȳ, n, what):
+        whole.append(n)
+        return entries(ȳ, n, what)
+
+    monkeypatch.setattr(objects, "entries", counting)
+    xs = [0.01 * i for i in range(300)]
+    g = ad.gradient(appended, xs)[0]
+    assert g[5] == pytest.approx(2 * xs[5] * 6.0)
+    assert len(whole) <= 2, f"{len(whole)} whole-list cotangents split for 300 appends"

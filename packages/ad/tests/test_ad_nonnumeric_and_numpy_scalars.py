@@ -233,6 +233,77 @@ def test_library_changing_an_argument_in_place_is_an_error():
             ad.jvp(f, (1.0, 2.0), (1.0, 1.0))
 
 
+def _put_same(x):
+    np.put(x, [0], [5.0])  # at x[0] == 5 the values do not change, the derivative does
+    return np.sum(x * x)
+
+
+def _put_local(x):
+    a = x * 1.0
+    np.put(a, [0], [5.0])
+    return np.sum(a * a)
+
+
+def _fill_zero_diagonal(x):
+    a = x * 1.0
+    np.fill_diagonal(a, 0.0)  # zeros where zeros are
+    return np.sum(a * a)
+
+
+def _copyto_masked(x):
+    np.copyto(x, 5.0, where=x > 4.5)
+    return np.sum(x * x)
+
+
+def _putmask_same(x):
+    np.putmask(x, x > 4.5, 5.0)
+    return np.sum(x * x)
+
+
+@pytest.mark.parametrize(
+    "f, x",
+    [
+        (_put_same, np.array([5.0, 2.0, 3.0, 4.0])),
+        (_put_local, np.array([5.0, 2.0, 3.0, 4.0])),
+        (_fill_zero_diagonal, np.array([[0.0, 1.0], [2.0, 0.0]])),
+        (_copyto_masked, np.array([5.0, 2.0, 3.0, 4.0])),
+        (_putmask_same, np.array([5.0, 2.0, 3.0, 4.0])),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_a_library_write_into_an_array_is_an_error_even_of_the_values_it_holds(f, x):
+    """The write leaves the values as they were but cuts the derivative of the entries
+    it wrote: the arrays a library call is given are read-only during the call, so it
+    is never a silent wrong gradient (it was, in every mode)."""
+    name = {_put_same: "put", _put_local: "put", _fill_zero_diagonal: "fill_diagonal"}
+    fname = name.get(f, "copyto" if f is _copyto_masked else "putmask")
+    for run in (
+        lambda x: ad.gradient(f, x),
+        lambda x: ad.jvp(f, (x,), (np.ones_like(x),)),
+        lambda x: ad.hessian(f, x) if x.ndim == 1 else ad.gradient(f, x),
+        lambda x: ad.hessian_reverse(f, x) if x.ndim == 1 else ad.gradient(f, x),
+    ):
+        given = x.copy()
+        with pytest.raises(
+            ad.NoRuleError, match=rf"(?s)numpy.{fname}.*called at {HERE}:\d+.*writes into"
+        ):
+            run(given)
+        assert given.flags.writeable  # the lock is released
+        np.testing.assert_array_equal(given, x)  # and nothing was written
+
+
+def test_a_library_call_may_still_read_a_locked_array():
+    def f(x):
+        shown = np.array2string(x, precision=2)  # C and Python code reading x
+        digest = hash(x.tobytes())
+        return np.sum(x * x) * (len(shown) > 0) + 0.0 * (digest % 2)
+
+    x = np.array([3.0, 4.0])
+    np.testing.assert_allclose(ad.gradient(f, x)[0], 2.0 * x)
+    np.testing.assert_allclose(ad.jvp(f, (x,), (np.ones(2),))[1], 14.0)
+    assert x.flags.writeable
+
+
 def test_library_calling_back_into_user_code_is_an_error():
     def f(x):
         out = []

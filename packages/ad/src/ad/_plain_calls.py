@@ -231,12 +231,18 @@ class _Snapshot:
     """What a library call could change in its inputs without the AD seeing: the
     entries of lists, dicts and sets, float and object arrays' values, and plain
     objects' attributes. ``changed()`` names the first input changed with a value
-    that may carry a derivative."""
+    that may carry a derivative.
 
-    __slots__ = ("before",)
+    A writeable float or complex array is also made read-only for the call
+    (``locked``; ``release()`` restores it): a write into it raises, so a write
+    of the values it already holds (``np.put(x, [0], [x[0]])``), which the
+    comparison cannot see but which cuts the derivative, is caught too."""
+
+    __slots__ = ("before", "locked")
 
     def __init__(self, inputs: list[Any]) -> None:
         before = []
+        locked = []
         np = sys.modules.get("numpy")
         for i, v in enumerate(inputs):
             t = type(v)
@@ -247,9 +253,17 @@ class _Snapshot:
             elif np is not None and t is np.ndarray:
                 if v.dtype.kind in "fcO" and v.flags.writeable:
                     before.append((i, v, v.copy()))
+                    if v.dtype.kind != "O":
+                        v.flags.writeable = False
+                        locked.append(v)
             elif _has_state(v):
                 before.append((i, v, dict(vars(v))))
         self.before = before
+        self.locked = locked
+
+    def release(self) -> None:
+        for v in self.locked:
+            v.flags.writeable = True
 
     def changed(self) -> tuple[int, Any] | None:
         """``(index of the input, the input)`` changed in a way that may carry a
@@ -365,7 +379,22 @@ def run(
     receiver = _receiver(f)
     inputs = _inputs(args, kwargs, receiver)
     snapshot = _Snapshot(inputs)
-    out = f(*args, **kwargs) if kwargs else f(*args)
+    try:
+        out = f(*args, **kwargs) if kwargs else f(*args)
+    except ValueError as e:
+        if snapshot.locked and "read-only" in str(e):
+            raise _error(
+                name,
+                forward,
+                "it writes into an array argument in place, an array that may carry the "
+                "derivative, where the AD cannot follow the write",
+                "compute a new array instead (np.where(mask, values, x), "
+                "x_new = x.copy() then index assignment x_new[i] = v, or a functional "
+                "form)",
+            ) from None
+        raise
+    finally:
+        snapshot.release()
     y = args[as_init - 1] if as_init else out
     changed = snapshot.changed()
     if changed is not None:
@@ -449,17 +478,20 @@ def _in_stdlib(filename: str) -> bool:
     return path.startswith(_STDLIB_DIRS) and "-packages" + os.sep not in path
 
 
-def _error(name: str, forward: bool, why: str) -> NoRuleError:
+def _error(name: str, forward: bool, why: str, fix: str = "") -> NoRuleError:
     site = _user_site()
     mode = " in forward mode" if forward else ""
     rule = "frule" if forward else "rrule"
+    fix = fix or (
+        f"register an {rule} for it with rulescore (see rulescore's README); or "
+        "compute the value with differentiable operations"
+    )
     return NoRuleError(
         f"no rule to differentiate {name}{mode}{f' (called at {site})' if site else ''}: "
         f"it has no {rule} and no Python source of yours to transform, so it ran as plain "
         f"Python, and {why}.\n"
-        f"To fix: register an {rule} for it with rulescore (see rulescore's README); or "
-        "compute the value with differentiable operations; or, if no derivative should "
-        "flow through it, wrap the call in ad.ignore_derivatives."
+        f"To fix: {fix}; or, if no derivative should flow through it, wrap the call in "
+        "ad.ignore_derivatives."
     )
 
 

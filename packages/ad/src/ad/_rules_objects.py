@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rules._sequences import dict_getitem_rrule, sequence_getitem_rrule
+from rules._util import getrefcount as _getrefcount
 from rules._util import unbroadcast
 from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unthunk
 
@@ -566,6 +567,12 @@ def _(config: Any, lst: list, value: Any) -> Any:
         ȳ = unthunk(ȳ)
         if isinstance(ȳ, AbstractZero):
             return (_NO, ȳ, _Z)
+        # refs: the adjoint's variable, this parameter, getrefcount's argument. A list
+        # cotangent only they hold gives up its last entry in place: a loop of appends
+        # costs each append, not the list's length
+        if type(ȳ) is list and len(ȳ) == n + 1 and _getrefcount(ȳ) <= 3:
+            v̄ = ȳ.pop()
+            return (_NO, ȳ if n else _Z, v̄)
         cts = entries(ȳ, n + 1, "a list")
         return (_NO, list(cts[:n]) if n else _Z, cts[n])
 

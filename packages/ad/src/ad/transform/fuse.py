@@ -200,10 +200,10 @@ def _grow(root: Op, lo: int, members: dict[str, Op], loads: Counter) -> list[Op]
         stack.extend(a for a in op.args if type(a) is str)
     while True:
         inside = Counter(a for op in [*found.values(), root] for a in op.args if type(a) is str)
-        outside = [n for n in found if inside[n] != loads[n]]
+        outside = {n for n in found if inside[n] != loads[n]}
         # A view's array is sliced in the region's test, before any member is
         # computed (see ``_primal``): it must be an input, not a member.
-        outside += [n for n, op in found.items() if op.kind == "getitem" and op.args[0] in found]
+        outside |= {n for n, op in found.items() if op.kind == "getitem" and op.args[0] in found}
         if not outside:
             break
         for n in outside:
@@ -652,6 +652,10 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
     value: list[tuple[str, int]] = []
     pool: list[str] = []
     for k, op in enumerate(order):
+        if op.target not in needed and stmts and not value:
+            # the part the adjoint needs ends by deleting its dead members (below):
+            # their buffers are no longer free to the value's part
+            pool = []
         z = em.z(op.target)
         args = [em.z(a) if type(a) is str else repr(a) for a in op.args]
         dying = [

@@ -169,19 +169,36 @@ def _reduces(s: ast.stmt) -> bool:
     return module_attribute(getattr(s, "value", None)) in REDUCTIONS
 
 
-def _single_temporaries(body: list[ast.stmt]) -> frozenset[str]:
+#: Calls that can see a function's local variables by name.
+_INTROSPECTION = frozenset({"locals", "vars", "eval", "exec", "dir"})
+
+
+def _single_temporaries(
+    body: list[ast.stmt], params: frozenset[str] | None = None
+) -> frozenset[str]:
     """ANF temporaries (``_ad_t<n>``) bound by exactly one assignment and read by
-    no nested function or lambda: the primal may drop them after their last use."""
+    no nested function or lambda: the primal may drop them after their last use.
+
+    Given the function's ``params``: the user's local variables that are such too
+    (not a parameter, not declared ``global``/``nonlocal``, and the function calls
+    nothing that reads locals by name), for a fused region, which computes a
+    variable read only inside it without binding it (``r = out - y; sq = r ** 2;
+    np.mean(sq)`` fuses as ``np.mean((out - y) ** 2)`` does)."""
     counts: dict[str, int] = {}
     captured: set[str] = set()
+    users = params is not None
     stack = list(body)
     while stack:
         s = stack.pop()
         kind = type(s)
+        if kind is ast.Global or kind is ast.Nonlocal:
+            captured.update(s.names)
         if kind is ast.Assign:
             for t in s.targets:
                 for n in [t] if type(t) is _Name else ast.walk(t):
-                    if type(n) is _Name and n.id.startswith("_ad_t"):
+                    if type(n) is _Name and (
+                        n.id.startswith("_ad_t") or (users and not n.id.startswith("_ad_"))
+                    ):
                         counts[n.id] = counts.get(n.id, 0) + (1 if type(t) is _Name else 2)
             if type(s.value) is ast.Lambda:
                 captured |= loaded_names(s.value)
@@ -196,6 +213,10 @@ def _single_temporaries(body: list[ast.stmt]) -> frozenset[str]:
             stack.extend(s.orelse)
         elif kind is ast.Try or kind is ast.With:
             return frozenset()  # not produced by anf; be conservative
+    if users:
+        if any(type(n) is _Name and n.id in _INTROSPECTION for s in body for n in ast.walk(s)):
+            return _single_temporaries(body)
+        captured |= params
     return frozenset(n for n, c in counts.items() if c == 1 and n not in captured)
 
 
@@ -210,6 +231,7 @@ class _Gen:
     mutable_params: frozenset[str] = frozenset()  # parameters the function may mutate
     local: Callable[[], frozenset[str]] = frozenset  # names the function binds (lazily)
     releasable: frozenset[str] = frozenset()  # temporaries the primal may drop when dead
+    fusible: frozenset[str] = frozenset()  # what a fused region may compute unbound
     pure: bool = False  # the differentiable form (see ``generate``)
     callees: frozenset[str] = frozenset()  # names of plain Python functions (inactive_mask)
     counter: int = 0
@@ -425,7 +447,7 @@ class _Gen:
             return {}
         if self.loads is None:
             self.loads = _load_counts(self.body)
-        found = find_regions(stmts, self.releasable, self.active, self.loads)
+        found = find_regions(stmts, self.fusible, self.active, self.loads)
         return {op.index: r for r in found for op in r.ops}
 
     def returns_only(self, name: str) -> bool:
@@ -963,6 +985,7 @@ def generate(
         mutable_params=mutable_params | returned_names(fn),
         local=local_names(fn),
         releasable=_single_temporaries(fn.body),
+        fusible=_single_temporaries(fn.body, frozenset(param_names(fn))),
         pure=pure,
         body=fn.body,
         callees=callees,
