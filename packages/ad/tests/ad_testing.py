@@ -29,6 +29,17 @@ def same_bits(a: Any, b: Any) -> None:
         assert a == b or (a != a and b != b)
 
 
+def D_f(f: Any, x: Any, v: Any = 1.0) -> Any:
+    """Forward mode, as a user writes it: ``f'(x) v``."""
+    return ad.jvp(f, (x,), (v,))[1]
+
+
+def D_r(f: Any, x: Any, v: Any = 1.0) -> Any:
+    """Reverse mode, as a user writes it: ``⟨∇f(x), v⟩`` (no gradient flows: zero)."""
+    g = ad.gradient(f, x)[0]
+    return 0.0 if g is None else np.sum(g * v)
+
+
 def fd_gradient(f: Any, *args: Any, h: float = 1e-6) -> tuple:
     """Central differences of the real-valued ``f`` in each argument (floats or
     arrays; each array entry perturbed in turn, the other arguments as given)."""

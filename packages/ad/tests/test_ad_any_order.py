@@ -13,23 +13,11 @@ import math
 
 import numpy as np
 import pytest
+from ad_testing import D_f, D_r
 
 import ad
 
-# --- the user's helpers: a directional derivative, in each mode ----------------------------
-
-
-def D_f(f, x, v=1.0):
-    """Forward mode: ``f'(x) v``."""
-    return ad.jvp(f, (x,), (v,))[1]
-
-
-def D_r(f, x, v=1.0):
-    """Reverse mode: ``⟨∇f(x), v⟩`` (``None``, no gradient flows: zero)."""
-    g = ad.gradient(f, x)[0]
-    return 0.0 if g is None else np.sum(g * v)
-
-
+# the user's helpers: a directional derivative in each mode, ad_testing.D_f and D_r
 MODES = {"f": D_f, "r": D_r}
 PAIRS = ["".join(p) for p in itertools.product("fr", repeat=2)]
 TRIPLES = ["".join(p) for p in itertools.product("fr", repeat=3)]

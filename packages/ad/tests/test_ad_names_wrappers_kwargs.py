@@ -616,15 +616,21 @@ class TestVectorize:
             _close(Jx, np.diag(2 * x * s + np.cos(x)))
             _close(Js, x * x)
 
-    def test_second_order_is_refused_clearly(self):
+    def test_second_order_works_and_keywords_there_are_refused_clearly(self):
         cube = np.vectorize(lambda t: t**3)
 
         def f(x):
             return np.sum(cube(x))
 
+        np.testing.assert_allclose(ad.hessian(f, np.array([1.0, 2.0])), np.diag([6.0, 12.0]))
+        power = np.vectorize(lambda t, p=2.0: t**p)
+
+        def g(x):
+            return np.sum(power(x, p=3.0))
+
         with pytest.raises(ad.NoRuleError) as err:
-            ad.hessian(f, np.array([1.0, 2.0]))
-        assert re.search(rf"np.vectorize.*first order.*{HERE}:\d+", str(err.value), re.S)
+            ad.hessian(g, np.array([1.0, 2.0]))
+        assert re.search(rf"np.vectorize.*{HERE}:\d+.*positional", str(err.value), re.S)
         assert "To fix" in str(err.value)
 
     def test_signature_is_refused(self):

@@ -55,20 +55,6 @@ NONDIFFERENTIABLE = {k for k, e in INVENTORY.items() if _nondifferentiable(e.fun
 #: Combinations that fail for a reason inside ``ad`` (not in a rule): (key, mode,
 #: dtype) with ``None`` for any; skipped with the reason so the list stays visible.
 AD_GAPS: dict[tuple[str, str | None, str | None], str] = {}
-AD_GAPS[("numpy.vectorize", None, None)] = (
-    "ad: np.vectorize of a Python function is differentiated element by element to first "
-    "order only (ad/_nested.py, NoRuleError)"
-)
-_CONSTANT_NOT_IMPLEMENTED = (
-    "ad: at second order the rule's NotImplementedTangent for a constant parameter (no "
-    "closed-form derivative) is added to another cotangent of the same argument tuple "
-    "(ad/_accumulate.py, acc), which raises, though nothing asks for that cotangent"
-)
-for _key in ("scipy.special.betainc", "scipy.special.gammainc", "scipy.special.gammaincc"):
-    AD_GAPS[(_key, None, None)] = _CONSTANT_NOT_IMPLEMENTED
-for _dist in ("t", "gamma", "beta", "chi2"):
-    for _kind in ("cdf", "logcdf", "sf", "logsf"):
-        AD_GAPS[(f"scipy.stats.{_dist}.{_kind}", None, None)] = _CONSTANT_NOT_IMPLEMENTED
 
 
 def _gap(key: str, mode: str, dtype: str) -> str | None:

@@ -20,6 +20,7 @@ from . import (
     _forward_rules,  # noqa: F401  (registers the frules of ad's helpers)
     _helpers,  # noqa: F401  (registers ad's structural rules)
     _nested,  # noqa: F401  (registers the rules of nested differentiation)
+    _nested_api,  # noqa: F401  (registers jacobian's and diaghessian's, nested)
     _nested_pullback,  # noqa: F401  (registers the rules of pullback, nested)
     _over_pushforward,  # noqa: F401  (registers reverse over forward over forward)
     _over_reverse,  # noqa: F401  (registers the rules of reverse over reverse)

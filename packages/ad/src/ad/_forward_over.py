@@ -42,7 +42,9 @@ from . import (
     _plain_calls,
     _rules_containers,
     _rules_objects,
+    _wrappers,
 )
+from ._accumulate import field_ct
 from ._config import ADConfig
 
 __all__ = ["forward_over_fcall", "nested_pushforward"]
@@ -284,6 +286,8 @@ def unfold(op: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict) -> tuple:
         rule = _forward._lookup(op, tuple(map(type, args)), ADConfig)
         if rule is not None:
             return _unfold_frule(rule, op, ts, args, kwargs, kw_ts)
+    if _wrappers.is_vectorized(op):
+        return _unfold_vectorize(op, ts, args, kwargs, kw_ts)
     call = next((k.__dict__["__call__"] for k in tf.__mro__ if "__call__" in k.__dict__), None)
     if isinstance(call, _FunctionType):  # a callable object: its __call__, op the receiver
         op2, args2, kwargs2, tmap = unfold(call, (_Z, ts[0], *ts[1:]), (op, *args), kwargs, kw_ts)
@@ -297,6 +301,22 @@ def unfold(op: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict) -> tuple:
         "over forward supports Python functions, functions with an frule, and methods)",
         "call it through a Python function, or register an frule for it",
     )
+
+
+def _unfold_vectorize(v: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict) -> tuple:
+    """``np.vectorize``'s call as ``_wrappers.vectorized_call``, a loop of Python (the
+    function's tangent is ``v``'s field ``pyfunc``)."""
+    pyfunc, shape, otypes = _wrappers.nested_call(v, args, kwargs)
+    inner_ts = (_Z, field_ct(ts[0], "pyfunc"), _Z, _Z, _forward.tan_tuple(*ts[1:]))
+    call_args = (pyfunc, shape, otypes, tuple(args))
+    op2, args2, kwargs2, tmap = unfold(_wrappers.vectorized_call, inner_ts, call_args, {}, {})
+
+    def vectorize_tmap(ȯp: Any, ṫs: tuple, ȧ: tuple, k̇w: dict, k̇w_ts: dict) -> tuple:
+        ṫs2 = (_Z, field_ct(ṫs[0], "pyfunc"), _Z, _Z, _forward.tan_tuple(*ṫs[1:]))
+        ȧ2 = (field_ct(ȯp, "pyfunc"), _Z, _Z, _forward.tan_tuple(*ȧ))
+        return tmap(_Z, ṫs2, ȧ2, {}, {})
+
+    return op2, args2, kwargs2, vectorize_tmap
 
 
 def _method_parts(op: Any) -> tuple[Any, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import (
-    _rules_iteration,  # noqa: F401  (registers the iteration rules)
+    _rules_iteration,  # registers the iteration rules
     _runtime,
 )
 from ._control import CONTROL_HELPERS
@@ -79,6 +79,8 @@ HELPERS: dict[str, Any] = {
     "_ad_super_init": super_init,
     "_ad_setitem": setitem,
     "_ad_append": append,
+    "_ad_next": _rules_iteration.next_of,
+    "_ad_next_or": _rules_iteration.next_or,
     "_ad_follow": follow,
     "_ad_unfollowed": unfollowed,
     "_ad_unfollowed_call": unfollowed_call,

@@ -41,6 +41,7 @@ from typing import Any
 from rulescore import (
     AbstractZero,
     NoTangent,
+    NotImplementedTangent,
     Tangent,
     ZeroTangent,
     backing,
@@ -50,6 +51,7 @@ from rulescore import (
     unthunk,
 )
 from rulescore._projection import Projector
+from rulescore.errors import NotImplementedTangentError
 
 from . import (
     _api,
@@ -193,7 +195,12 @@ def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Calla
         init = _rules_objects._next_init(args[0])
         if init is not None:  # the base class's __init__, on the instance
             return _through_super_init(init, ts, args)
-    if isinstance(f, type) and not dataclasses.is_dataclass(f) and not hasattr(f, "_fields"):
+    if (
+        isinstance(f, type)
+        and not dataclasses.is_dataclass(f)
+        and not hasattr(f, "_fields")
+        and f not in _forward._FRULES  # a class with an frule (np.vectorize): its rule
+    ):
         init = _python_init(f)
         if init is not None:
             return _through_init(f, init, ts, args)
@@ -218,12 +225,8 @@ def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Calla
         return _through_method(f.__func__, f.__self__, ts, args)
     if isinstance(f, type) and (dataclasses.is_dataclass(f) or hasattr(f, "_fields")):
         return _through_linear(f, ts, args)  # a record's constructor packs its fields
-    if _wrappers.is_vectorize(f):
-        raise _unsupported(
-            f"np.vectorize({_forward._fname(f.pyfunc)}) is differentiated element by element "
-            "to first order only",
-            "write the function on whole arrays (numpy's ufuncs) for second derivatives",
-        )
+    if _wrappers.is_vectorized(f):
+        return _through_vectorize(config, f, ts, args)
     call = next((k.__dict__["__call__"] for k in tf.__mro__ if "__call__" in k.__dict__), None)
     if isinstance(call, _FunctionType):  # a callable object: its __call__, f the receiver
         return _through_method(call, f, ts, args)
@@ -262,6 +265,8 @@ def _fcall_gen_rrule(
 ) -> tuple[Any, Callable]:
     """``rrule`` of ``fcall_gen``: a forward-mode call with keyword arguments."""
     name = _forward._fname(f)
+    if kwnames and _wrappers.is_vectorized(f):  # refused, saying why
+        _wrappers.nested_call(f, tuple(args), dict(zip(kwnames, kwvalues)))
     if stars is not None or None in kwnames:
         raise _unsupported(
             f"the forward-mode call of {name} passes *args or **kwargs, which reverse "
@@ -594,12 +599,50 @@ def _through_frule(rule: Any, f: Any, ts: tuple, args: tuple) -> tuple[Any, Call
             "call it with arguments its frule accepts, or differentiate to first order",
         )
 
+    missing = _missing_tangents(out[1]) if type(out) is tuple and len(out) == 2 else ()
+
     def frule_pullback(ct: Any) -> tuple:
+        if missing:
+            _raise_if_needed(missing, _pair(ct)[1])
         raw = pb(ct)
         ts_ct = raw[offset : offset + m]
         return (_NO, _NO, _tangents_ct(ts_ct), *raw[offset + m : offset + m + n])
 
     return out, frule_pullback
+
+
+def _missing_tangents(ẏ: Any) -> tuple:
+    """Where an ``frule``'s output tangent is a ``NotImplementedTangent`` (the rule
+    lacks that derivative): ``((None, t),)`` for the whole tangent, ``((i, t), ...)``
+    for entries of a tuple tangent."""
+    if type(ẏ) is NotImplementedTangent:
+        return ((None, ẏ),)
+    b = ẏ._backing if isinstance(ẏ, Tangent) else ẏ
+    if type(b) is tuple:
+        return tuple((i, t) for i, t in enumerate(b) if type(t) is NotImplementedTangent)
+    return ()
+
+
+def _raise_if_needed(missing: tuple, ẏ̄: Any) -> None:
+    """A missing tangent is a value reverse mode differentiates again: a cotangent
+    reaching it means the derivative asked for needs the derivative of what the rule
+    does not give, so raise with the rule's reason (never a silent zero)."""
+    ẏ̄ = unthunk(ẏ̄)
+    if _is_zero(ẏ̄):
+        return
+    for i, t in missing:
+        if i is None:
+            c = ẏ̄
+        else:
+            b = ẏ̄._backing if isinstance(ẏ̄, Tangent) else ẏ̄
+            c = b[i] if type(b) in (tuple, list) and i < len(b) else ẏ̄
+        if not _is_zero(unthunk(c)):
+            where = f" (at {t.where})" if t.where else ""
+            raise NotImplementedTangentError(
+                f"tangent not implemented{where}: {t.reason}.\nA derivative of higher "
+                "order needs the derivative of this missing one (reverse mode over the "
+                "forward-mode derivative the rule lacks)."
+            )
 
 
 def _dunder_call(ts: tuple, args: tuple) -> Callable:
@@ -718,6 +761,32 @@ def _through_wrapper(
         return (cts[0], _wrappers.wrapper_tangent(f, cts[1]), _tangents_ct(tuple(ts_ct)), *cts[3:])
 
     return (y, ẏ), wrapper_pullback
+
+
+def _through_vectorize(config: Any, v: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    """``np.vectorize``'s call as ``_wrappers.vectorized_call``, a loop of Python
+    whose pushforward reverse mode differentiates (the function's tangent is ``v``'s
+    field ``pyfunc``)."""
+    pyfunc, shape, otypes = _wrappers.nested_call(v, args, None)
+    n = len(args)
+    inner_ts = (_Z, field_ct(ts[0], "pyfunc"), _Z, _Z, _forward.tan_tuple(*ts[1:]))
+    out, pb = _fcall_rrule(
+        config, _wrappers.vectorized_call, inner_ts, pyfunc, shape, otypes, tuple(args)
+    )
+
+    def vectorize_pullback(ct: Any) -> tuple:
+        raw = pb(ct)  # (fcall, vectorized_call, ts', pyfunc, shape, otypes, args)
+        ts_ct = entries(raw[2], 5, "the tangents of np.vectorize's call")
+        arg_ts_ct = entries(ts_ct[4], n, "the tangents of np.vectorize's arguments")
+        f_t_ct = _wrappers.vectorize_tangent(v, ts_ct[1])
+        return (
+            _NO,
+            _wrappers.vectorize_tangent(v, raw[3]),
+            _tangents_ct((f_t_ct, *arg_ts_ct)),
+            *entries(raw[6], n, "np.vectorize's arguments"),
+        )
+
+    return out, vectorize_pullback
 
 
 def _through_pushforward(f: types.FunctionType, ts: tuple, args: tuple) -> tuple[Any, Callable]:

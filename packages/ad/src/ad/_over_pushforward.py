@@ -20,7 +20,16 @@ from typing import Any
 
 from rulescore import NoTangent, Tangent, ZeroTangent, non_differentiable, rrule, unthunk
 
-from . import _forward, _forward_api, _forward_fast, _forward_over, _forward_over_jvp, _nested
+from . import (
+    _forward,
+    _forward_api,
+    _forward_fast,
+    _forward_over,
+    _forward_over_jvp,
+    _nested,
+    _wrappers,
+)
+from ._accumulate import field_ct
 from ._config import ADConfig
 from ._cotangents import entries, from_list_ct
 from ._runtime import rcall
@@ -113,9 +122,10 @@ def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
     n, m = len(gargs), len(gts)
     ġ, ġts, ġargs = ts[1], ts[2], tuple(ts[3:])
     tg = type(g)
-    if tg is types.MethodType:  # the method's tangent is its receiver's
+    func, owner = _forward_over._method_parts(g)  # a Python method, or x.sum with an frule
+    if func is not None:  # the method's tangent is its receiver's
         inner_ts = (_Z, _Z, _forward.tan_tuple(_Z, *_forward.split(ġts, m)), ġ, *ġargs)
-        new_args = (g.__func__, (_Z, *gts), g.__self__, *gargs)
+        new_args = (func, (_Z, *gts), owner, *gargs)
         out, pb = _over_fcall(inner_ts, new_args)
 
         def method_pullback(ct: Any) -> tuple:
@@ -126,6 +136,8 @@ def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
             return new_ts, (a_ct[2], _nested._tangents_ct(gts_ct[1:]), *a_ct[3:])
 
         return out, method_pullback
+    if _wrappers.is_vectorized(g):
+        return _over_vectorize(ts, g, gts, gargs)
     call = next((k.__dict__["__call__"] for k in tg.__mro__ if "__call__" in k.__dict__), None)
     if tg is not _FunctionType and isinstance(call, _FunctionType):  # a callable object
         return _over_fcall(ts, (types.MethodType(call, g), gts, *gargs))
@@ -176,6 +188,37 @@ def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
         "Python functions, functions with an frule, linear helpers and methods)",
         "call it through a Python function, or register an frule for it",
     )
+
+
+def _over_vectorize(ts: tuple, v: Any, gts: tuple, gargs: tuple) -> tuple[Any, Callable]:
+    """``_over_fcall`` for an ``np.vectorize`` object ``v``: as the call of
+    ``_wrappers.vectorized_call`` (a loop of Python), ``v``'s tangents being its
+    function's (field ``pyfunc``)."""
+    pyfunc, shape, otypes = _wrappers.nested_call(v, gargs, None)
+    n, m = len(gargs), len(gts)
+    ġ, ṫs, ġargs = ts[1], _forward.split(ts[2], m), tuple(ts[3:])
+    tan = _forward.tan_tuple
+
+    def to_call(t: tuple) -> Any:  # tangents of v's (ṽ, ẋ...) -> of vectorized_call's
+        return tan(_Z, field_ct(t[0], "pyfunc"), _Z, _Z, tan(*t[1:]))
+
+    inner_ts = (_Z, _Z, to_call(ṫs), field_ct(ġ, "pyfunc"), _Z, _Z, tan(*ġargs))
+    args2 = (_wrappers.vectorized_call, _forward.split(to_call(gts), 5))
+    out, pb = _over_fcall(inner_ts, (*args2, pyfunc, shape, otypes, tuple(gargs)))
+
+    def from_call(ct: Any) -> Any:  # the inverse map, on cotangents
+        c = entries(ct, 5, "the tangents of np.vectorize's call")
+        own = _wrappers.vectorize_tangent(v, c[1])
+        return _nested._tangents_ct((own, *entries(c[4], n, "tangents")))
+
+    def vectorize_pullback(ct: Any) -> tuple:
+        ts_ct, a_ct = pb(ct)  # a_ct: (vectorized_call, its ts, pyfunc, shape, otypes, args)
+        ġ_ct = _wrappers.vectorize_tangent(v, ts_ct[3])
+        new_ts = (_Z, ġ_ct, from_call(ts_ct[2]), *entries(ts_ct[6], n, "tangents"))
+        own = _wrappers.vectorize_tangent(v, a_ct[2])
+        return new_ts, (own, from_call(a_ct[1]), *entries(a_ct[5], n, "arguments"))
+
+    return out, vectorize_pullback
 
 
 def through_self(f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:

@@ -8,6 +8,7 @@ another rule set has a rule for the same types, so ad's wins the tie.
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import numpy as np
@@ -168,3 +169,35 @@ def _(config: Any, d: dict, key: Any, default: Any = None) -> Any:
         return (_NO, _Z, _NO, *([ȳ] if default is not None else []))
 
     return y, get_pullback
+
+
+def next_of(f: Any, first: list) -> Any:
+    """``next(<generator expression>)`` in generated code (``_ad_next``): the
+    transform runs the expression's loops to its first item only, collected in
+    ``first`` (at most one item), and this returns it. Differentiated as any
+    Python function (the item's derivative is ``first[0]``'s), to any order."""
+    if f is not builtins.next:
+        raise _shadowed(f)
+    if first:
+        return first[0]
+    raise StopIteration
+
+
+def next_or(f: Any, first: list, default: Any) -> Any:
+    """``next(<generator expression>, default)`` (``_ad_next_or``): as ``next_of``."""
+    if f is not builtins.next:
+        raise _shadowed(f)
+    if first:
+        return first[0]
+    return default
+
+
+def _shadowed(f: Any) -> Exception:
+    from .errors import NoRuleError
+
+    return NoRuleError(
+        f"a generator expression is passed to {getattr(f, '__qualname__', f)!r}, called "
+        "next but not the builtin: ad runs a generator expression given to next only "
+        "to its first item.\nTo fix: give the function another name, or pass it a list "
+        "comprehension."
+    )

@@ -59,9 +59,13 @@ __all__ = [
     "forward",
     "forward_wrapper",
     "is_vectorize",
+    "is_vectorized",
+    "nested_call",
     "reverse",
     "reverse_wrapper",
     "unwrapped",
+    "vectorize_tangent",
+    "vectorized_call",
     "wrapper_tangent",
 ]
 
@@ -100,6 +104,12 @@ def unwrapped(f: Any) -> Any:
 
 def is_vectorize(f: Any) -> bool:
     return type(f) is np.vectorize or isinstance(f, np.vectorize)
+
+
+def is_vectorized(f: Any) -> bool:
+    """Whether ``f`` is an ``np.vectorize`` object with its function (not the
+    decorator form before it, which is numpy's own)."""
+    return is_vectorize(f) and f.pyfunc is not np._NoValue
 
 
 # --- reverse mode ------------------------------------------------------------------
@@ -293,6 +303,65 @@ class _Plan:
         out = v.pyfunc(*args, **kwargs)
         outs = out if isinstance(out, tuple) else (out,)
         return [np.asarray(o).dtype.char for o in outs]
+
+
+def vectorized_call(pyfunc: Any, shape: tuple, otypes: tuple, args: tuple) -> Any:
+    """``np.vectorize(pyfunc, otypes=otypes)(*args)`` for positional arguments that
+    broadcast to ``shape``, as a loop of Python that ad differentiates in every mode
+    and to any order: nested differentiation (a derivative of a derivative through
+    ``np.vectorize``) differentiates this in place of numpy's call. numpy hands
+    ``pyfunc`` Python numbers (the entries of object arrays), and so does ``tolist``."""
+    cols = [np.broadcast_to(a, shape).ravel().tolist() for a in args]
+    ys = [_element(pyfunc, cols, j) for j in range(len(cols[0]))]
+    if len(otypes) == 1:
+        return np.array(ys, dtype=otypes[0]).reshape(shape)
+    return tuple(
+        np.array([y[k] for y in ys], dtype=otypes[k]).reshape(shape) for k in range(len(otypes))
+    )
+
+
+def _element(pyfunc: Any, cols: list, j: int) -> Any:
+    """``pyfunc`` on the ``j``-th entries of ``cols`` (``vectorized_call``)."""
+    n = len(cols)
+    if n == 1:
+        return pyfunc(cols[0][j])
+    if n == 2:
+        return pyfunc(cols[0][j], cols[1][j])
+    if n == 3:
+        return pyfunc(cols[0][j], cols[1][j], cols[2][j])
+    return pyfunc(*[c[j] for c in cols])
+
+
+def nested_call(v: Any, args: tuple, kwargs: dict | None) -> tuple:
+    """``(pyfunc, shape, otypes)`` for ``vectorized_call``, which stands for the call
+    ``v(*args, **kwargs)`` under nested differentiation; ``NoRuleError`` for what it
+    does not follow (keyword or excluded arguments, a signature, object outputs)."""
+    if kwargs:
+        raise _vectorize_error(
+            v,
+            "a derivative of a derivative through np.vectorize follows positional "
+            "arguments only, and this call passes keyword arguments",
+        )
+    plan = _Plan(v, args, {})
+    if v.excluded or not plan.vargs:
+        raise _vectorize_error(
+            v,
+            "a derivative of a derivative through np.vectorize follows calls whose "
+            "arguments are all broadcast, and this call has excluded arguments or none",
+        )
+    otypes = tuple(plan.otypes())
+    if any(np.dtype(t).kind == "O" for t in otypes):
+        raise _vectorize_error(
+            v, "a derivative of a derivative through np.vectorize needs numeric outputs"
+        )
+    if any(np.asarray(a).size == 0 for a in args):
+        raise _vectorize_error(v, "an argument is empty")
+    return v.pyfunc, plan.shape, otypes
+
+
+def vectorize_tangent(v: Any, pyfunc_t: Any) -> Any:
+    """``v``'s tangent (or cotangent) from its function's: field ``pyfunc``."""
+    return _vectorize_ct(v, pyfunc_t)
 
 
 def _vectorize_error(v: Any, why: str) -> NoRuleError:

@@ -9,7 +9,9 @@ Decisions (see DESIGN.md, "Projection"):
   0-d); a cotangent of another shape is an error, never silently broadcast;
 * tuples, lists, dicts, namedtuples and dataclasses project entry by entry;
   a container none of whose entries is differentiable projects to ``NoTangent()``;
-* zeros pass through, and a thunk is projected lazily (it stays a thunk).
+* zeros pass through, and a thunk is projected lazily (it stays a thunk);
+* a ``NotImplementedTangent`` (a rule's missing derivative) passes through: it is
+  as missing once projected, and raises wherever it is used.
 
 numpy is never imported here: arrays are recognised through ``sys.modules``.
 """
@@ -26,7 +28,7 @@ from typing import Any
 from ._tangent import Tangent
 from ._thunks import AbstractThunk, InplaceableThunk, Thunk, unthunk
 from ._zeros import AbstractZero, NoTangent
-from .errors import CotangentError
+from .errors import CotangentError, NotImplementedTangentError
 
 __all__ = ["NON_DIFFERENTIABLE_TYPES", "ProjectTo", "Projector"]
 
@@ -41,7 +43,14 @@ class Projector:
             return dx
         if isinstance(dx, AbstractThunk):
             return self._lazy(dx)
-        return self.project(dx)
+        try:
+            return self.project(dx)
+        except (CotangentError, NotImplementedTangentError):
+            from ._rule_tools import NotImplementedTangent  # not at import: a cycle
+
+            if type(dx) is NotImplementedTangent:  # missing before, missing after
+                return dx
+            raise
 
     def project(self, dx: Any) -> Any:
         raise NotImplementedError

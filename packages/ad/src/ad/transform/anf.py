@@ -265,6 +265,18 @@ class _Normalizer:
 
     def call(self, e: ast.Call, out: list[ast.stmt]) -> ast.expr:
         func = self.atom(e.func, out)
+        if (  # next(<genexpr>[, default]): the generator runs to its first item only
+            type(e.func) is ast.Name
+            and e.func.id == "next"
+            and 1 <= len(e.args) <= 2
+            and not e.keywords
+            and isinstance(e.args[0], ast.GeneratorExp)
+        ):
+            default = [self.atom(a, out) for a in e.args[1:]]
+            first = self.comprehension(e.args[0], out, first=True)
+            return self.helper_call(
+                "_ad_next_or" if default else "_ad_next", [func, first, *default]
+            )
         if any(isinstance(a, ast.Starred) for a in e.args) or any(
             k.arg is None for k in e.keywords
         ):
@@ -301,11 +313,15 @@ class _Normalizer:
         keys: list[ast.expr | None] = [self.new(ast.Constant(k.arg)) for k in named]
         return self.new(ast.Dict(keys=keys, values=[self.atom(k.value, out) for k in named]))
 
-    def comprehension(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
+    def comprehension(self, e: ast.expr, out: list[ast.stmt], first: bool = False) -> ast.expr:
         """[elt for x in it if c] -> an explicit loop building a list (or set, dict);
-        the names it binds are its own (``scoped_comprehension``)."""
+        the names it binds are its own (``scoped_comprehension``). ``first``: a
+        generator expression ``next`` reads, so the loops stop after one item."""
         e = scoped_comprehension(self, e)
         acc = self.fresh()
+        found = self.fresh() if first else ""
+        if first:
+            out.append(self.assign(found, self.new(ast.Constant(False))))
         if isinstance(e, ast.DictComp):
             out.append(self.assign(acc, self.new(ast.Dict(keys=[], values=[]))))
         else:
@@ -332,6 +348,8 @@ class _Normalizer:
                     body.append(
                         self.assign(acc, self.helper_call("_ad_append", [self.name(acc), v]))
                     )
+                    if first:
+                        body.append(self.assign(found, self.new(ast.Constant(True))))
                 return body
             g = gens[i]
             inner = build(i + 1)
@@ -342,6 +360,17 @@ class _Normalizer:
                     *test_stmts,
                     ast.If(test=test, body=inner, orelse=[], lineno=self.lineno, col_offset=0),
                 ]
+            if first:  # the form desugar gives a break: `if <flag>: break`, last
+                stop = [ast.Break(lineno=self.lineno, col_offset=0)]
+                inner.append(
+                    ast.If(
+                        test=self.name(found),
+                        body=stop,
+                        orelse=[],
+                        lineno=self.lineno,
+                        col_offset=0,
+                    )
+                )
             it_stmts: list[ast.stmt] = []
             it = self.atom(g.iter, it_stmts)
             loop = self.for_loop(g.target, it, inner)
