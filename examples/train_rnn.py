@@ -61,10 +61,11 @@ def main(epochs=40, seed=0):
     first = loss(model, data)
     for epoch in range(epochs):
         # data is captured, not an argument: no gradient is computed for it.
-        (grad,) = ad.gradient(lambda m: loss(m, data), model)
-        model = sgd_step(model, grad, lr=0.2)
+        # withgradient returns the loss too: the loss of this epoch's model, before its step.
+        value, (grad,) = ad.withgradient(lambda m: loss(m, data), model)
         if epoch % 20 == 0:
-            print(f"epoch {epoch:3d}  loss {loss(model, data):.4f}")
+            print(f"epoch {epoch:3d}  loss {value:.4f}")
+        model = sgd_step(model, grad, lr=0.2)
     last = loss(model, data)
     print(f"loss {first:.4f} -> {last:.4f}")
     return first, last

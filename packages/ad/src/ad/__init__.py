@@ -10,10 +10,10 @@ generates a primal that records pullbacks and an adjoint that mirrors its
 control flow in reverse; the result is cached per code object.
 """
 
-import rules as _rules  # noqa: F401  (registers the rules the AD runs on)
 from rulescore import frule_via_ad, rrule_via_ad
 
 from . import (
+    _check_rules,  # noqa: F401  (first, by name: imports rules, checks that it is ours)
     _forward_over,  # noqa: F401  (registers the rules of forward over forward)
     _forward_over_jvp,  # noqa: F401  (registers jvp's frule)
     _forward_over_plumbing,  # noqa: F401  (registers the frules of forward mode's helpers)
@@ -24,8 +24,16 @@ from . import (
     _nested_pullback,  # noqa: F401  (registers the rules of pullback, nested)
     _over_pushforward,  # noqa: F401  (registers reverse over forward over forward)
     _over_reverse,  # noqa: F401  (registers the rules of reverse over reverse)
+    _tracebacks,
 )
-from ._api import WithGradient, _pullback, code_adjoint, gradient, pullback, withgradient
+from ._api import (  # noqa: F401  (_pullback: internal, importable as ad._pullback)
+    WithGradient,
+    _pullback,
+    code_adjoint,
+    gradient,
+    pullback,
+    withgradient,
+)
 from ._buffer import Buffer
 from ._config import ADConfig
 from ._forward_api import jvp, pushforward
@@ -56,6 +64,9 @@ from .errors import (
     UnsupportedSyntaxError,
 )
 
+# Warnings raised in rules point at the user's line (see ad._tracebacks).
+_tracebacks.install_warning_hook()
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -69,7 +80,6 @@ __all__ = [
     "NonScalarOutputError",
     "UnsupportedSyntaxError",
     "WithGradient",
-    "_pullback",
     "code_adjoint",
     "diaghessian",
     "forwarddiff",

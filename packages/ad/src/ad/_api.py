@@ -24,6 +24,7 @@ from ._fused import NOVALUE
 from ._params import Params, params_pullback, params_withgradient
 from ._runtime import ONCE, _handoff, _token, call_function, rcall, rcall_kw
 from ._state import scope as state_scope
+from ._tracebacks import entry_point, hide_internals
 from .errors import NonScalarOutputError
 
 __all__ = ["code_adjoint", "gradient", "pullback", "user_results", "withgradient"]
@@ -34,7 +35,7 @@ _RRULES = rrule.table._rules
 _PLAIN: frozenset = frozenset([float])
 _SEEDS: dict = {float: 1.0}
 _np = sys.modules.get("numpy")
-_ndarray = None if _np is None else _np.ndarray
+_ndarray: Any = None if _np is None else _np.ndarray
 _ARRAYS: tuple = () if _np is None else (_np.ndarray, _np.generic)
 if _np is not None:  # ad depends on numpy; keep the lookups exact by type
     _PLAIN = frozenset([float, _np.ndarray, _np.float64])
@@ -133,7 +134,7 @@ def to_user(ct: Any) -> Any:
     if isinstance(ct, NotImplementedTangent):
         ct._fail()
     if isinstance(ct, Tangent):
-        b = ct._backing
+        b: Any = ct._backing  # a tuple or a dict, by kind
         kind = type(ct)._kind
         if kind == "positional":
             P = type(ct).primal_type
@@ -228,6 +229,7 @@ def _field_to_user(v: Any) -> Any:
     return to_user(v)
 
 
+@entry_point
 def pullback(f: Callable, /, *args: Any, **kwargs: Any) -> tuple[Any, Callable]:
     """The value of ``f(*args, **kwargs)`` and a function mapping an output
     cotangent to the positional arguments' cotangents (a tuple, ``None`` where no
@@ -243,12 +245,23 @@ def pullback(f: Callable, /, *args: Any, **kwargs: Any) -> tuple[Any, Callable]:
 
     See also: gradient, withgradient.
     """
-    if len(args) == 1 and isinstance(args[0], Params):  # implicit parameters
-        return params_pullback(bind_keywords(f, kwargs), args[0])
-    y, pb = _top_call(f, args, kwargs=kwargs)
+    try:
+        if len(args) == 1 and isinstance(args[0], Params):  # implicit parameters
+            return params_pullback(bind_keywords(f, kwargs), args[0])
+        y, pb = _top_call(f, args, kwargs=kwargs)
+    except Exception as e:
+        if hide_internals(e):  # Python 3.10: see ad._tracebacks
+            raise e
+        raise
 
+    @entry_point
     def back(ȳ: Any) -> tuple:
-        return user_results(pb(from_user(ȳ)), args, ȳ)
+        try:
+            return user_results(pb(from_user(ȳ)), args, ȳ)
+        except Exception as e:
+            if hide_internals(e):  # Python 3.10: see ad._tracebacks
+                raise e
+            raise
 
     return y, back
 
@@ -279,7 +292,7 @@ def _seed(y: Any, f: Callable) -> Any:
         if shape is not None:
             what += f" of shape {shape}"
         if isinstance(y, numbers.Complex) or (
-            np is not None and getattr(y, "dtype", None) is not None and y.dtype.kind == "c"
+            np is not None and getattr(getattr(y, "dtype", None), "kind", None) == "c"
         ):
             hint = "take the real part, abs, or abs2 of the output"
         else:
@@ -293,6 +306,7 @@ def _seed(y: Any, f: Callable) -> Any:
     return 1.0
 
 
+@entry_point
 def gradient(f: Callable, /, *args: Any, **kwargs: Any) -> tuple:
     """The gradient of a real-valued ``f`` at ``args``: one entry per argument.
 
@@ -320,11 +334,17 @@ def gradient(f: Callable, /, *args: Any, **kwargs: Any) -> tuple:
 
     See also: withgradient, pullback, jacobian.
     """
-    if not args:
-        _check_called_with_arguments("gradient", f)
-    return _withgradient(f, args, novalue=True, kwargs=kwargs).grad
+    try:
+        if not args:
+            _check_called_with_arguments("gradient", f)
+        return _withgradient(f, args, novalue=True, kwargs=kwargs).grad
+    except Exception as e:
+        if hide_internals(e):  # Python 3.10: see ad._tracebacks
+            raise e
+        raise
 
 
+@entry_point
 def withgradient(f: Callable, /, *args: Any, **kwargs: Any) -> WithGradient:
     """``(val=f(*args, **kwargs), grad=gradient)``. When ``f`` returns a tuple, the
     first element is differentiated (the rest are auxiliary outputs); for a dict,
@@ -335,9 +355,14 @@ def withgradient(f: Callable, /, *args: Any, **kwargs: Any) -> WithGradient:
     >>> withgradient(lambda x, p=1: x**p, 3.0, p=3)
     WithGradient(val=27.0, grad=(27.0,))
     """
-    if not args:
-        _check_called_with_arguments("withgradient", f)
-    return _withgradient(f, args, kwargs=kwargs)
+    try:
+        if not args:
+            _check_called_with_arguments("withgradient", f)
+        return _withgradient(f, args, kwargs=kwargs)
+    except Exception as e:
+        if hide_internals(e):  # Python 3.10: see ad._tracebacks
+            raise e
+        raise
 
 
 def _check_called_with_arguments(name: str, f: Callable) -> None:
@@ -367,13 +392,13 @@ def _withgradient(
     y, pb = _top_call(f, args, novalue, kwargs)
     if y is NOVALUE:  # a returned fused sum that skipped its value: a float
         return WithGradient(y, user_results(_call_once(pb, 1.0), args))
-    seed = _SEEDS.get(y.__class__)
+    seed: Any = _SEEDS.get(y.__class__)
     if seed is not None:  # a float loss: the usual case
         return WithGradient(y, user_results(_call_once(pb, seed), args))
     if isinstance(y, tuple) and not hasattr(y, "_fields"):
         if not y:
             raise NonScalarOutputError("withgradient: the function returned an empty tuple")
-        seed: Any = (_seed(y[0], f), *([ZeroTangent()] * (len(y) - 1)))
+        seed = (_seed(y[0], f), *([ZeroTangent()] * (len(y) - 1)))
     elif isinstance(y, dict):
         if not y:
             raise NonScalarOutputError("withgradient: the function returned an empty dict")
@@ -394,6 +419,7 @@ def _call_once(pb: Callable, seed: Any) -> Any:
         ONCE.expect = None
 
 
+@entry_point
 def code_adjoint(f: Callable, *args: Any) -> str:
     """The generated primal and adjoint of ``f`` as readable Python source.
 
@@ -405,8 +431,13 @@ def code_adjoint(f: Callable, *args: Any) -> str:
     # generated from ...
     ...
     """
-    from .transform import adjoint_source
+    try:
+        from .transform import adjoint_source
 
-    if type(f) is not types.FunctionType:
-        raise TypeError(f"code_adjoint needs a Python function, got {type(f).__name__}")
-    return adjoint_source(f, closure_active=False)
+        if type(f) is not types.FunctionType:
+            raise TypeError(f"code_adjoint needs a Python function, got {type(f).__name__}")
+        return adjoint_source(f, closure_active=False)
+    except Exception as e:
+        if hide_internals(e):  # Python 3.10: see ad._tracebacks
+            raise e
+        raise

@@ -17,16 +17,25 @@ from typing import Any
 
 import numpy as np
 
-from rulescore import AbstractZero, NoTangent, NotImplementedTangent, Tangent, ZeroTangent, unthunk
+from rulescore import (
+    AbstractZero,
+    NoTangent,
+    NotImplementedTangent,
+    Tangent,
+    ZeroTangent,
+    unthunk,
+)
 
 from ._forward import call_with, fcall
 from ._state import scope as state_scope
+from ._tracebacks import entry_point, hide_internals
 
 __all__ = ["jvp", "pushforward"]
 
 _Z = ZeroTangent()
 
 
+@entry_point
 def jvp(f: Callable, args: tuple, tangents: tuple, /, **kwargs: Any) -> tuple[Any, Any]:
     """``(f(*args, **kwargs), J·ẋ)``: the value and its directional derivative along
     ``tangents``.
@@ -55,26 +64,31 @@ def jvp(f: Callable, args: tuple, tangents: tuple, /, **kwargs: Any) -> tuple[An
 
     See also: pushforward, pullback.
     """
-    if not isinstance(args, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError(
-            "jvp(f, args, tangents) takes the arguments and their tangents as tuples, "
-            f"got {type(args).__name__} and {type(tangents).__name__}.\n"
-            "To fix: write jvp(f, (x,), (ẋ,)) for a function of one argument."
+    try:
+        if not isinstance(args, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+            raise TypeError(
+                "jvp(f, args, tangents) takes the arguments and their tangents as tuples, "
+                f"got {type(args).__name__} and {type(tangents).__name__}.\n"
+                "To fix: write jvp(f, (x,), (ẋ,)) for a function of one argument."
+            )
+        if len(args) != len(tangents):
+            raise TypeError(
+                f"jvp: {len(args)} argument(s) but {len(tangents)} tangent(s); give one tangent "
+                "per argument (None for an argument that is not perturbed)"
+            )
+        ts = tuple(
+            _tangent_in(x, ṫ, f"argument {i + 1}") for i, (x, ṫ) in enumerate(zip(args, tangents))
         )
-    if len(args) != len(tangents):
-        raise TypeError(
-            f"jvp: {len(args)} argument(s) but {len(tangents)} tangent(s); give one tangent "
-            "per argument (None for an argument that is not perturbed)"
-        )
-    ts = tuple(
-        _tangent_in(x, ṫ, f"argument {i + 1}") for i, (x, ṫ) in enumerate(zip(args, tangents))
-    )
-    with state_scope(forward=True):  # one differentiation (see ad._state)
-        if kwargs:
-            y, ẏ = call_with(f, (_Z, *ts), tuple(args), kwargs, {k: _Z for k in kwargs})
-        else:
-            y, ẏ = fcall(f, (_Z, *ts), *args)
-    return y, tangent_out(y, ẏ)
+        with state_scope(forward=True):  # one differentiation (see ad._state)
+            if kwargs:
+                y, ẏ = call_with(f, (_Z, *ts), tuple(args), kwargs, {k: _Z for k in kwargs})
+            else:
+                y, ẏ = fcall(f, (_Z, *ts), *args)
+        return y, tangent_out(y, ẏ)
+    except Exception as e:
+        if hide_internals(e):  # Python 3.10: see ad._tracebacks
+            raise e
+        raise
 
 
 def pushforward(f: Callable, /, *args: Any, **kwargs: Any) -> Callable[..., Any]:
@@ -92,8 +106,14 @@ def pushforward(f: Callable, /, *args: Any, **kwargs: Any) -> Callable[..., Any]
     See also: jvp.
     """
 
+    @entry_point
     def pushforward_at(*tangents: Any) -> Any:
-        return jvp(f, args, tangents, **kwargs)[1]
+        try:
+            return jvp(f, args, tangents, **kwargs)[1]
+        except Exception as e:
+            if hide_internals(e):  # Python 3.10: see ad._tracebacks
+                raise e
+            raise
 
     return pushforward_at
 
@@ -130,7 +150,8 @@ def _tangent_in(x: Any, ṫ: Any, where: str) -> Any:
                 f"be a tuple or list of {len(x)} tangents, got {_describe(ṫ)}"
             )
         inner = [_tangent_in(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(x, ṫ))]
-        return Tangent[type(x)]._from_backing(tuple(inner))
+        # Tangent[P] is a class made at runtime (mypy sees a type application)
+        return Tangent[type(x)]._from_backing(tuple(inner))  # type: ignore[misc]
     if isinstance(x, dict):
         if not isinstance(ṫ, dict) or not set(ṫ) <= set(x):
             raise TypeError(
@@ -138,7 +159,7 @@ def _tangent_in(x: Any, ṫ: Any, where: str) -> Any:
                 f"got {_describe(ṫ)}"
             )
         b = {k: _tangent_in(x[k], v, f"{where}[{k!r}]") for k, v in ṫ.items()}
-        return Tangent[dict]._from_backing(b)
+        return Tangent[dict]._from_backing(b)  # type: ignore[misc]
     if fields is not None or dataclasses.is_dataclass(x):
         names = fields if fields is not None else [f.name for f in dataclasses.fields(x)]
         if type(ṫ) is not type(x):
@@ -147,7 +168,7 @@ def _tangent_in(x: Any, ṫ: Any, where: str) -> Any:
                 f"Tangent[{type(x).__name__}] or a {type(x).__name__}, got {_describe(ṫ)}"
             )
         b = {n: _tangent_in(getattr(x, n), getattr(ṫ, n), f"{where}.{n}") for n in names}
-        return Tangent[type(x)]._from_backing(b)
+        return Tangent[type(x)]._from_backing(b)  # type: ignore[misc]
     return ṫ
 
 
@@ -177,9 +198,9 @@ def tangent_out(y: Any, ẏ: Any) -> Any:
         if kind == "mapping" and isinstance(y, dict):
             return {k: tangent_out(y[k], ẏ[k]) for k in y}
         if kind == "fields":
+            fields: Any = ẏ._backing  # a dict for this kind
             b = {
-                k: tangent_out(getattr(y, k), v) if hasattr(y, k) else v
-                for k, v in ẏ._backing.items()
+                k: tangent_out(getattr(y, k), v) if hasattr(y, k) else v for k, v in fields.items()
             }
             return type(ẏ)._from_backing(b)
         return ẏ

@@ -14,6 +14,7 @@ from typing import Any
 from rulescore import non_differentiable
 
 from ._api import gradient, withgradient
+from ._tracebacks import entry_point, hide_internals
 
 __all__ = ["grad", "value_and_grad"]
 
@@ -80,17 +81,23 @@ def grad(f: Callable, argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
     nums = _check_argnums("grad", f, argnums)
     single = isinstance(argnums, int)
 
+    @entry_point
     def grad_of(*args: Any, **kwargs: Any) -> Any:
-        plan, picks = _plan(len(args), nums, bool(kwargs), "grad")
-        if plan is None:
-            out = gradient(f, *args)
-        else:  # the other arguments are captured: nothing is computed for them
+        try:
+            plan, picks = _plan(len(args), nums, bool(kwargs), "grad")
+            if plan is None:
+                out = gradient(f, *args)
+            else:  # the other arguments are captured: nothing is computed for them
 
-            def at_argnums(*sel: Any) -> Any:
-                return f(*(sel[j] if chosen else args[j] for chosen, j in plan), **kwargs)
+                def at_argnums(*sel: Any) -> Any:
+                    return f(*(sel[j] if chosen else args[j] for chosen, j in plan), **kwargs)
 
-            out = gradient(at_argnums, *(args[i] for i in picks))
-        return out[0] if single else out
+                out = gradient(at_argnums, *(args[i] for i in picks))
+            return out[0] if single else out
+        except Exception as e:
+            if hide_internals(e):  # Python 3.10: see ad._tracebacks
+                raise e
+            raise
 
     grad_of.__name__ = f"grad_of_{getattr(f, '__name__', 'f')}"
     grad_of.__doc__ = f"The gradient of {getattr(f, '__name__', 'f')} (argnums={argnums!r})."
@@ -114,17 +121,23 @@ def value_and_grad(f: Callable, argnums: int | tuple[int, ...] = 0) -> Callable[
     nums = _check_argnums("value_and_grad", f, argnums)
     single = isinstance(argnums, int)
 
+    @entry_point
     def value_and_grad_of(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
-        plan, picks = _plan(len(args), nums, bool(kwargs), "value_and_grad")
-        if plan is None:
-            val, grads = withgradient(f, *args)
-        else:
+        try:
+            plan, picks = _plan(len(args), nums, bool(kwargs), "value_and_grad")
+            if plan is None:
+                val, grads = withgradient(f, *args)
+            else:
 
-            def at_argnums(*sel: Any) -> Any:
-                return f(*(sel[j] if chosen else args[j] for chosen, j in plan), **kwargs)
+                def at_argnums(*sel: Any) -> Any:
+                    return f(*(sel[j] if chosen else args[j] for chosen, j in plan), **kwargs)
 
-            val, grads = withgradient(at_argnums, *(args[i] for i in picks))
-        return val, (grads[0] if single else grads)
+                val, grads = withgradient(at_argnums, *(args[i] for i in picks))
+            return val, (grads[0] if single else grads)
+        except Exception as e:
+            if hide_internals(e):  # Python 3.10: see ad._tracebacks
+                raise e
+            raise
 
     value_and_grad_of.__name__ = f"value_and_grad_of_{getattr(f, '__name__', 'f')}"
     return value_and_grad_of

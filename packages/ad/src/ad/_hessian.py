@@ -30,6 +30,7 @@ from ._jacobian import jacobian
 from ._nested import _is_zero, _tangents_ct, fcall_pair, reverse_over_forward
 from ._over_reverse import gradient_pure
 from ._runtime import field_ct, fn_tangent, rcall
+from ._tracebacks import entry_point, hide_internals
 from .errors import NonScalarOutputError
 
 __all__ = ["diaghessian", "hessian", "hessian_reverse", "hvp"]
@@ -73,6 +74,7 @@ def _as_array(name: str, x: Any) -> np.ndarray:
     return a
 
 
+@entry_point
 def hessian(f: Callable, x: Any, /, **kwargs: Any) -> Any:
     """The Hessian of a real-valued ``f`` at ``x``: forward mode over ``gradient``.
 
@@ -95,15 +97,21 @@ def hessian(f: Callable, x: Any, /, **kwargs: Any) -> Any:
 
     See also: hessian_reverse, diaghessian, jacobian.
     """
-    f = bind_keywords(f, kwargs)
-    _check_scalar("hessian", f, (x,))
-    if _is_number(x):
-        ẏ = jvp(_first_gradient, (f, x), (None, 1.0))[1]
-        return 0.0 if ẏ is None else ẏ
-    _as_array("hessian", x)
-    return jacobian(lambda x: _first_gradient(f, x), x, mode="forward")[0]
+    try:
+        f = bind_keywords(f, kwargs)
+        _check_scalar("hessian", f, (x,))
+        if _is_number(x):
+            ẏ = jvp(_first_gradient, (f, x), (None, 1.0))[1]
+            return 0.0 if ẏ is None else ẏ
+        _as_array("hessian", x)
+        return jacobian(lambda x: _first_gradient(f, x), x, mode="forward")[0]
+    except Exception as e:
+        if hide_internals(e):  # Python 3.10: see ad._tracebacks
+            raise e
+        raise
 
 
+@entry_point
 def hessian_reverse(f: Callable, x: Any) -> Any:
     """The Hessian of a real-valued ``f`` at ``x``: reverse mode over reverse mode.
 
@@ -125,12 +133,17 @@ def hessian_reverse(f: Callable, x: Any) -> Any:
 
     See also: hessian.
     """
-    _check_scalar("hessian_reverse", f, (x,))
-    if _is_number(x):
-        ct = jacobian(lambda x: gradient_pure(f, x), float(x), mode="reverse")[0]
-        return float(np.asarray(ct).reshape(-1)[0])
-    _as_array("hessian_reverse", x)
-    return jacobian(lambda x: gradient_pure(f, x), x, mode="reverse")[0]
+    try:
+        _check_scalar("hessian_reverse", f, (x,))
+        if _is_number(x):
+            ct = jacobian(lambda x: gradient_pure(f, x), float(x), mode="reverse")[0]
+            return float(np.asarray(ct).reshape(-1)[0])
+        _as_array("hessian_reverse", x)
+        return jacobian(lambda x: gradient_pure(f, x), x, mode="reverse")[0]
+    except Exception as e:
+        if hide_internals(e):  # Python 3.10: see ad._tracebacks
+            raise e
+        raise
 
 
 def _scalar_output(y: Any, f: Callable) -> None:
@@ -151,6 +164,7 @@ def _hvp_kernel(f: Callable, ts: tuple, *args: Any) -> Any:
     return ẏ
 
 
+@entry_point
 def hvp(f: Callable, args: tuple, tangents: tuple, /, **kwargs: Any) -> tuple:
     """The Hessian of a real-valued ``f`` at ``args`` times ``tangents``: one entry per
     argument, ``∂/∂xᵢ ⟨∇f(args), tangents⟩``.
@@ -172,20 +186,25 @@ def hvp(f: Callable, args: tuple, tangents: tuple, /, **kwargs: Any) -> tuple:
 
     See also: hessian, jvp, gradient.
     """
-    if not isinstance(args, (tuple, list)) or not isinstance(tangents, (tuple, list)):
-        raise TypeError(
-            "hvp(f, args, tangents) takes the arguments and their tangents as tuples, "
-            f"got {type(args).__name__} and {type(tangents).__name__}.\n"
-            "To fix: write hvp(f, (x,), (v,)) for a function of one argument."
-        )
-    if len(args) != len(tangents):
-        raise TypeError(
-            f"hvp: {len(args)} argument(s) but {len(tangents)} tangent(s); give one tangent "
-            "per argument (None for an argument that is not perturbed)"
-        )
-    f = bind_keywords(f, kwargs)
-    ts = _hvp_tangents(args, tangents)
-    return tuple(to_user(c) for c in hvp_core(f, ts, *args))
+    try:
+        if not isinstance(args, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+            raise TypeError(
+                "hvp(f, args, tangents) takes the arguments and their tangents as tuples, "
+                f"got {type(args).__name__} and {type(tangents).__name__}.\n"
+                "To fix: write hvp(f, (x,), (v,)) for a function of one argument."
+            )
+        if len(args) != len(tangents):
+            raise TypeError(
+                f"hvp: {len(args)} argument(s) but {len(tangents)} tangent(s); give one tangent "
+                "per argument (None for an argument that is not perturbed)"
+            )
+        f = bind_keywords(f, kwargs)
+        ts = _hvp_tangents(args, tangents)
+        return tuple(to_user(c) for c in hvp_core(f, ts, *args))
+    except Exception as e:
+        if hide_internals(e):  # Python 3.10: see ad._tracebacks
+            raise e
+        raise
 
 
 def _hvp_tangents(args: tuple, tangents: Any) -> tuple:
@@ -237,6 +256,7 @@ def _(config: Any, ṡ: Any, ḟ: Any, ȧrgs: Any, ṫangents: Any, f, args, tan
     return tuple(to_user(c) for c in out), ṫ
 
 
+@entry_point
 def diaghessian(f: Callable, /, *args: Any, **kwargs: Any) -> tuple:
     """The diagonal of the Hessian of a real-valued ``f``, one entry per argument.
 
@@ -253,30 +273,35 @@ def diaghessian(f: Callable, /, *args: Any, **kwargs: Any) -> tuple:
 
     See also: hessian.
     """
-    f = bind_keywords(f, kwargs)
-    _check_scalar("diaghessian", f, args)
-    out: list[Any] = []
-    for i, a in enumerate(args):
-        none = [None] * len(args)
-        if _is_number(a):
-            none[i] = 1.0
-            d = hvp(f, args, tuple(none))[i]
-            out.append(0.0 if d is None else d)
-            continue
-        if not isinstance(a, (np.ndarray, list)):
-            out.append(None)
-            continue
-        arr = _as_array("diaghessian", a)
-        flat = np.zeros(arr.size)
-        dtype = np.result_type(arr.dtype, np.float64)
-        for k in range(arr.size):
-            e = np.zeros(arr.shape, dtype=dtype)
-            e.flat[k] = 1.0
-            none[i] = e if isinstance(a, np.ndarray) else e.tolist()
-            col = hvp(f, args, tuple(none))[i]
-            flat[k] = 0.0 if col is None else np.asarray(col, dtype=float).reshape(-1)[k]
-        out.append(flat.reshape(arr.shape))
-    return tuple(out)
+    try:
+        f = bind_keywords(f, kwargs)
+        _check_scalar("diaghessian", f, args)
+        out: list[Any] = []
+        for i, a in enumerate(args):
+            none: list[Any] = [None] * len(args)
+            if _is_number(a):
+                none[i] = 1.0
+                d = hvp(f, args, tuple(none))[i]
+                out.append(0.0 if d is None else d)
+                continue
+            if not isinstance(a, (np.ndarray, list)):
+                out.append(None)
+                continue
+            arr = _as_array("diaghessian", a)
+            flat = np.zeros(arr.size)
+            dtype = np.result_type(arr.dtype, np.float64)
+            for k in range(arr.size):
+                e = np.zeros(arr.shape, dtype=dtype)
+                e.flat[k] = 1.0
+                none[i] = e if isinstance(a, np.ndarray) else e.tolist()
+                col = hvp(f, args, tuple(none))[i]
+                flat[k] = 0.0 if col is None else np.asarray(col, dtype=float).reshape(-1)[k]
+            out.append(flat.reshape(arr.shape))
+        return tuple(out)
+    except Exception as e:
+        if hide_internals(e):  # Python 3.10: see ad._tracebacks
+            raise e
+        raise
 
 
 # --- hessian inside differentiated code ------------------------------------------------

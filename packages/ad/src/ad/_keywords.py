@@ -85,6 +85,7 @@ def _positional_params(f: Any) -> tuple | None:
         pass
     except TypeError:  # unhashable
         return None
+    params: Any
     try:
         sig = inspect.signature(f)
     except (TypeError, ValueError):

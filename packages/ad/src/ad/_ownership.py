@@ -92,7 +92,7 @@ def _calibrate() -> tuple[int, int]:
         return sys.getrefcount(x), sys.getrefcount(base)
 
     def caller() -> tuple[int, int]:
-        x = np.empty(2)[1:]
+        x: Any = np.empty(2)[1:]
         x = probe(x, "x", "", True)
         return x
 

@@ -123,7 +123,7 @@ _CALL = re.compile(r"\bshowgrad\s*\(")
 
 def _label(x: Any) -> str:
     """How ``showgrad`` names its argument: source text, a variable name, or a repr."""
-    frame = sys._getframe(2)
+    frame: Any = sys._getframe(2)
     while frame is not None and frame.f_code.co_name != "_ad_fwd":
         frame = frame.f_back
     if frame is not None:
@@ -255,7 +255,7 @@ def nestlevel() -> int:
     """
     entries = _ENTRIES
     n = 0
-    frame = sys._getframe(1)
+    frame: Any = sys._getframe(1)
     while frame is not None:
         n += entries.get(frame.f_code, 0)
         frame = frame.f_back
@@ -274,7 +274,7 @@ def isderiving() -> bool:
     See also: nestlevel.
     """
     entries = _ENTRIES
-    frame = sys._getframe(1)
+    frame: Any = sys._getframe(1)
     while frame is not None:
         if frame.f_code in entries:
             return True

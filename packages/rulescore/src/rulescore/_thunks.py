@@ -111,7 +111,7 @@ class Thunk(AbstractThunk):
     def __init__(self, fn: Callable[[], Any]) -> None:
         if not callable(fn):
             raise TypeError(f"Thunk needs a function of no arguments, got {fn!r}")
-        self._fn = fn
+        self._fn: Any = fn  # None once evaluated
         self._value = _UNSET
 
     def unthunk(self) -> Any:

@@ -96,7 +96,8 @@ def _inputs(f: Any, primals: list, fixed: list[bool]) -> _Entries:
 
 
 def _leaves(inputs: _Entries) -> list[tuple[str, Layout, int]]:
-    out, start = [], 0
+    out: list[tuple[str, Layout, int]] = []
+    start = 0
     for label, child in zip(_labels(len(inputs.children) - 1), inputs.children):
         out.extend(child.leaves(label, start))
         start += child.size

@@ -19,6 +19,7 @@ import re
 import textwrap
 import types
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import NoSourceError
 from .codegen import locate
@@ -74,10 +75,104 @@ def constant_freevars(code: types.CodeType) -> frozenset[str]:
 
 
 def _no_source(code: types.CodeType, why: str) -> NoSourceError:
+    where = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
+    if code.co_filename == "<stdin>":  # the plain prompt of Python < 3.13 (or a pipe)
+        return NoSourceError(
+            f"cannot differentiate {where}: {why}. Python's plain prompt keeps no source "
+            "before 3.13, and the readline history does not hold this definition unchanged "
+            "(readline drops the second of two equal consecutive lines, and the history "
+            "may be off or trimmed).\nTo fix: use the prompt of Python 3.13+, IPython or "
+            "Jupyter, which keep the source; or define the function in a file and import "
+            "it; or register an rrule for it with rulescore."
+        )
     return NoSourceError(
-        f"cannot differentiate {code.co_name} ({code.co_filename}:{code.co_firstlineno}): "
-        f"{why}.\nTo fix: define it in a file (not exec/eval or the interactive prompt), "
-        "or register an rrule for it with rulescore."
+        f"cannot differentiate {where}: {why}.\nTo fix: define it in a file (code run "
+        "by python -c, exec or eval keeps no source), or register an rrule for it with "
+        "rulescore."
+    )
+
+
+#: How many lines of readline history are searched for a function typed at the
+#: plain prompt (``<stdin>``), newest first.
+_HISTORY_DEPTH = 2000
+
+
+def _history_lines(code: types.CodeType) -> list[str]:
+    """The statement typed at the plain interactive prompt (file ``<stdin>``, whose
+    source Python < 3.13 does not keep) that compiled to ``code``, read back from
+    the readline history; ``[]`` when none is found. Each interactive statement is
+    compiled on its own, numbered from line 1, so ``code``'s lines are lines of
+    that statement. A candidate (consecutive history lines, newest first) counts
+    only if compiling it gives a code object equal to ``code`` in its bytecode,
+    names, constants, arguments and positions: a redefinition, an edited line or
+    a line readline dropped (it keeps one of two equal consecutive lines) never
+    passes, and then ad refuses rather than differentiate other source."""
+    try:
+        import readline
+    except ImportError:
+        return []
+    total = readline.get_current_history_length()
+    if total <= 0:
+        return []
+    wanted = _fingerprint(code)
+    lo = max(1, total - _HISTORY_DEPTH)
+    # The statement's last line: its code's (3.11+), or up to a few more where only
+    # line starts are recorded (3.10: a closing bracket on a line of its own).
+    last = _last_line(code) if hasattr(code, "co_positions") else _last_started_line(code)
+    sizes = [last] if hasattr(code, "co_positions") else [last, last + 1, last + 2]
+    for start in range(total, lo - 1, -1):
+        for n in sizes:
+            if start + n - 1 > total:
+                continue
+            items = [readline.get_history_item(i) for i in range(start, start + n)]
+            if any(item is None for item in items):
+                continue
+            lines = [item + "\n" for item in items]
+            try:  # the blank line that ends a compound statement is not in the history
+                compiled = compile("".join(lines) + "\n", "<stdin>", "single", dont_inherit=True)
+            except (SyntaxError, ValueError, OverflowError):
+                continue
+            if any(_fingerprint(c) == wanted for c in _codes(compiled)):
+                return lines
+    return []
+
+
+def _last_started_line(code: types.CodeType) -> int:
+    """The last line on which ``code`` or a code nested in it starts an instruction."""
+    last = max((line for _s, _e, line in code.co_lines() if line is not None), default=0)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            last = max(last, _last_started_line(c))
+    return max(last, code.co_firstlineno)
+
+
+def _codes(code: types.CodeType) -> list[types.CodeType]:
+    """``code`` and every code object nested in it."""
+    out = [code]
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            out.extend(_codes(c))
+    return out
+
+
+def _fingerprint(code: types.CodeType) -> tuple:
+    """What identifies a compiled function's source: bytecode, names, arguments,
+    constants (nested code by its own fingerprint) and, where kept, positions."""
+    consts = tuple(_fingerprint(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    where = tuple(code.co_positions()) if hasattr(code, "co_positions") else code.co_lnotab
+    return (
+        code.co_name,
+        code.co_firstlineno,
+        code.co_code,
+        code.co_names,
+        code.co_varnames,
+        code.co_freevars,
+        code.co_cellvars,
+        code.co_argcount,
+        code.co_posonlyargcount,
+        code.co_kwonlyargcount,
+        repr(consts),
+        where,
     )
 
 
@@ -86,10 +181,12 @@ def get_source(fn: types.FunctionType) -> FunctionSource:
     code = fn.__code__
     generated = _GENERATED.get(code)
     if generated is not None:
-        tree, where, _helpers = generated
-        return FunctionSource(copy.deepcopy(tree), where, tree.name)
+        kept, kept_file, _helpers = generated
+        return FunctionSource(copy.deepcopy(kept), kept_file, kept.name)
     filename = code.co_filename
     lines = linecache.getlines(filename, fn.__globals__)
+    if not lines and filename == "<stdin>":
+        lines = _history_lines(code)
     if not lines:
         raise _no_source(code, "its source is not available")
     block = _bounded_block(lines, code)
@@ -115,7 +212,7 @@ def get_source(fn: types.FunctionType) -> FunctionSource:
         if parsed is _FILE[2]:
             node = copy.deepcopy(node)  # the cached file's tree stays as parsed
         # Located like the lambda: the only new nodes are these two.
-        where = {
+        where: dict[str, Any] = {
             "lineno": node.lineno,
             "col_offset": node.col_offset,
             "end_lineno": node.end_lineno,
@@ -129,24 +226,29 @@ def get_source(fn: types.FunctionType) -> FunctionSource:
             returns=None,
             type_comment=None,
             **where,
-            **({"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}),
+            **_NO_TYPE_PARAMS,
         )
         return FunctionSource(fdef, filename, "<lambda>")
-    node = _find_def(tree, code)
-    if node is not None:
-        if isinstance(node, ast.AsyncFunctionDef):
+    found = _find_def(tree, code)
+    if found is not None:
+        if isinstance(found, ast.AsyncFunctionDef):
             from ..errors import UnsupportedSyntaxError
 
             raise UnsupportedSyntaxError(
-                f"{filename}:{node.lineno}: cannot differentiate async function "
-                f"{node.name!r}.\nTo fix: differentiate a plain def.",
+                f"{filename}:{found.lineno}: cannot differentiate async function "
+                f"{found.name!r}.\nTo fix: differentiate a plain def.",
                 filename,
-                node.lineno,
+                found.lineno,
             )
-        node.decorator_list = []
-        return FunctionSource(node, filename, node.name)
+        found.decorator_list = []
+        return FunctionSource(found, filename, found.name)
     raise _no_source(code, "its definition was not found in the source")
 
+
+#: ``type_params=[]`` where ``ast.FunctionDef`` has the field (3.12+).
+_NO_TYPE_PARAMS: dict[str, Any] = (
+    {"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}
+)
 
 #: The last file parsed whole (``_parse_file``): its name, its lines, its tree.
 _FILE: list = [None, None, None]
@@ -195,7 +297,8 @@ def _parse_block(block: list[str], code: types.CodeType) -> tuple[ast.Module, in
 
 def _last_line(code: types.CodeType) -> int:
     """The last source line of ``code`` and of the functions defined inside it."""
-    last = max((end for _l, end, _c, _e in code.co_positions() if end is not None), default=0)
+    positions = code.co_positions()  # type: ignore[attr-defined]  # 3.11+: callers check
+    last = max((end for _l, end, _c, _e in positions if end is not None), default=0)
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
             last = max(last, _last_line(c))
@@ -247,7 +350,7 @@ def _parse(text: str, fragment: bool, offset: int) -> tuple[ast.Module, int] | N
     return None
 
 
-def _find_def(tree: ast.AST, code: types.CodeType) -> ast.FunctionDef | None:
+def _find_def(tree: ast.AST, code: types.CodeType) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The ``def`` that compiled to ``code``: the one of its name that starts on its
     first line (its first decorator's line, if any), never merely the first one of
     that name (a function redefined, or nested functions of the same name)."""
@@ -291,7 +394,7 @@ def _positions(code: types.CodeType) -> frozenset[tuple[int, int, int, int]]:
     """Where ``code``'s real instructions are (RESUME and friends have no span)."""
     return frozenset(
         (line, col, end, endcol)
-        for line, end, col, endcol in code.co_positions()
+        for line, end, col, endcol in code.co_positions()  # type: ignore[attr-defined]  # 3.11+
         if line is not None
         and end is not None
         and col is not None
