@@ -190,6 +190,47 @@ def test_star_args_forwarding_lambda():
     assert ad.gradient(g, 2.0, 3.0) == (15.0, 10.0)
 
 
+def _weighted(a, b, c=1.0):
+    return a * b + c * a * a
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    ["tuple", "tuple param", "list", "generator", "two parts", "nested tuple"],
+)
+def test_calls_with_a_starred_sequence_in_both_modes_and_at_second_order(spelling):
+    def f(x, y):
+        if spelling == "tuple":
+            t = (x, y)
+            return _weighted(*t)
+        if spelling == "list":
+            return _weighted(*[x, y])
+        if spelling == "generator":
+            return _weighted(*(v for v in (x, y)))
+        if spelling == "two parts":
+            return _weighted(*(x,), *(y, x))
+        pair = ((x, y),)
+        return _weighted(*pair[0])
+
+    def g(p):  # the parameters as one tuple, passed on with *
+        return _weighted(*p) * p[1]
+
+    want = {
+        "two parts": lambda x, y: (y + 3 * x * x, x),  # a*b + c*a*a with c = x
+    }.get(spelling, lambda x, y: (y + 2 * x, x))
+    if spelling == "tuple param":
+        gx, gy = ad.gradient(g, (3.0, 4.0))[0]
+        # (x y + x²) y: d/dx = (y + 2x) y, d/dy = x y + x² + x y
+        assert (gx, gy) == (pytest.approx(40.0), pytest.approx(33.0))
+        assert ad.jvp(g, ((3.0, 4.0),), ((1.0, 0.0),))[1] == pytest.approx(40.0)
+        return
+    assert ad.gradient(f, 3.0, 4.0) == tuple(pytest.approx(v) for v in want(3.0, 4.0))
+    assert ad.jvp(f, (3.0, 4.0), (1.0, 0.0))[1] == pytest.approx(want(3.0, 4.0)[0])
+    h = ad.hessian(lambda v: f(v[0], v[1]), np.array([3.0, 4.0]))
+    hxx = 6.0 * 3.0 if spelling == "two parts" else 2.0
+    np.testing.assert_allclose(h, [[hxx, 1.0], [1.0, 0.0]])
+
+
 double, square = (lambda x: x * 2.0), (lambda x: x * x)  # two lambdas on one line
 
 

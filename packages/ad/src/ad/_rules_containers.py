@@ -87,8 +87,14 @@ def concat_list(*parts: Any) -> list:
     return [x for p in parts for x in p]
 
 
+def _identity_pullback(ȳ: Any) -> tuple:
+    return (_NO, ȳ)
+
+
 def _concat_rule(kind: Callable) -> Callable:
     def rule(config: Any, *parts: Any) -> Any:
+        if kind is tuple and len(parts) == 1 and type(parts[0]) is tuple:
+            return parts[0], _identity_pullback  # f(*t): the tuple itself, as Python passes it
         lens = [len(p) for p in parts]
         y = kind(x for p in parts for x in p)
 
@@ -115,6 +121,14 @@ def apply(f: Any, args: tuple, kwargs: dict) -> Any:
 
 @rrule.register(apply, config=ADConfig)
 def _(config: Any, f: Any, args: tuple, kwargs: dict) -> Any:
+    if not kwargs:  # f(*args): a positional call
+        y, pb = _runtime.rcall(f, *args)
+
+        def apply_positional_pullback(ȳ: Any) -> tuple:
+            cts = pb(ȳ)
+            return (_NO, cts[0], cts[1:], _Z)
+
+        return y, apply_positional_pullback
     y, pb = _runtime.rcall_kw(f, tuple(args), dict(kwargs))
     n = len(args)
 
