@@ -353,6 +353,29 @@ def test_buffers_freed_by_what_the_adjoint_needs_are_not_reused_after(tmp_path, 
     assert np.allclose(gy, 2 * x**3 * y + 4 * x * y**3 + 2 * x**2 * y)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_infinite_constants_name_nothing_of_the_users(tmp_path):
+    """Generated code wrote ``1e999`` as ``inf``: in a module binding ``inf = -1.0`` the
+    value was -2 and the gradient [0, -1], silently (issue 25)."""
+    f = load(
+        """
+        inf = -1.0
+        nan = 2.0
+
+        def f(x):
+            return np.sum(x * x * 1e999 + x) + np.sum(x * 1e999 * 0.0 + x)
+        """,
+        tmp_path,
+    )
+    x = np.array([1.0, 2.0])
+    y, (g,) = ad.withgradient(f, x)
+    assert np.isnan(y) and np.isnan(f(x))
+    assert np.all(np.isnan(g))  # inf + (inf * 0 = nan)
+    f2 = load("inf = -1.0\n\ndef f(x):\n    return np.sum(x * x * 1e999 + x)\n", tmp_path)
+    y2, (g2,) = ad.withgradient(f2, x)
+    assert y2 == np.inf and np.all(g2 == np.inf)
+
+
 def test_regions_in_branches_beside_loops_and_twice_in_a_function(tmp_path, numgrad):
     f = load(
         """

@@ -63,6 +63,20 @@ class Region:
         return self.ops[-1]
 
 
+def number(c: float) -> str:
+    """A number as source that names nothing of the user's: ``repr`` writes infinity
+    and NaN as the names ``inf`` and ``nan``, which the user's module may bind.
+
+    >>> number(0.5), number(float("inf")), number(-float("inf")), number(float("nan"))
+    ('0.5', '_ad_np.inf', '(-_ad_np.inf)', '_ad_np.nan')
+    """
+    if c != c:
+        return "_ad_np.nan"
+    if c in (float("inf"), -float("inf")):
+        return "_ad_np.inf" if c > 0 else "(-_ad_np.inf)"
+    return repr(c)
+
+
 def _atom(a: ast.expr, consts: dict[str, float]) -> str | float | None:
     if type(a) is ast.Name:
         return consts.get(a.id, a.id)
@@ -431,7 +445,7 @@ class _Emitter:
         for t in arrays[1:]:
             self.add_into(name, t)
         if numbers:
-            self.lines.append(f"{name} += {numbers!r}")
+            self.lines.append(f"{name} += {number(numbers)}")
         if with_v:
             self.scaled_by_v(name)
 
@@ -441,9 +455,9 @@ class _Emitter:
         c, fs = term
         scale = None  # the number to multiply by, as source
         if with_v:
-            scale = "_ad_v" if c == 1.0 else f"({c!r} * _ad_v)"
+            scale = "_ad_v" if c == 1.0 else f"({number(c)} * _ad_v)"
         elif c != 1.0:
-            scale = repr(c)
+            scale = number(c)
         lines = self.lines
         pos = [f for f, p in fs if p == 1]
         neg = [f for f, p in fs if p == -1]
@@ -511,7 +525,7 @@ class _Emitter:
         -1 subtracts instead."""
         c, fs = term
         if not fs:
-            self.lines.append(f"{name} += {c!r}")
+            self.lines.append(f"{name} += {number(c)}")
             return
         sign = "+"
         if c == -1.0:
@@ -533,7 +547,7 @@ class _Emitter:
         parts = scatter.get(name, [])
         if not parts and not any(fs for _, fs in terms):
             total = sum(c for c, _ in terms)
-            self.lines.append(f"{g} = _ad_np.full({self.ref(name)}.shape, {total!r} * _ad_v)")
+            self.lines.append(f"{g} = _ad_np.full({self.ref(name)}.shape, {number(total)} * _ad_v)")
             return g
         if parts:
             self.lines.append(f"{g} = _ad_np.zeros_like({self.ref(name)})")
@@ -657,7 +671,7 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
             # their buffers are no longer free to the value's part
             pool = []
         z = em.z(op.target)
-        args = [em.z(a) if type(a) is str else repr(a) for a in op.args]
+        args = [em.z(a) if type(a) is str else number(a) for a in op.args]
         dying = [
             em.z(a)
             for a in dict.fromkeys(op.args)
