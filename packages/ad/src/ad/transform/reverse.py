@@ -174,14 +174,15 @@ _INTROSPECTION = frozenset({"locals", "vars", "eval", "exec", "dir"})
 
 
 def _single_temporaries(
-    body: list[ast.stmt], params: frozenset[str] | None = None
+    body: list[ast.stmt], params: frozenset[str] | None = None, loads: Counter | None = None
 ) -> frozenset[str]:
     """ANF temporaries (``_ad_t<n>``) bound by exactly one assignment and read by
     no nested function or lambda: the primal may drop them after their last use.
 
-    Given the function's ``params``: the user's local variables that are such too
-    (not a parameter, not declared ``global``/``nonlocal``, and the function calls
-    nothing that reads locals by name), for a fused region, which computes a
+    Given the function's ``params`` (and ``loads``, the names it reads): the user's
+    local variables that are such too (not a parameter, not declared ``global`` or
+    ``nonlocal``, and the function reads no name that sees locals), for a fused
+    region, which computes a
     variable read only inside it without binding it (``r = out - y; sq = r ** 2;
     np.mean(sq)`` fuses as ``np.mean((out - y) ** 2)`` does)."""
     counts: dict[str, int] = {}
@@ -214,7 +215,7 @@ def _single_temporaries(
         elif kind is ast.Try or kind is ast.With:
             return frozenset()  # not produced by anf; be conservative
     if users:
-        if any(type(n) is _Name and n.id in _INTROSPECTION for s in body for n in ast.walk(s)):
+        if loads is None or not _INTROSPECTION.isdisjoint(loads):
             return _single_temporaries(body)
         captured |= params
     return frozenset(n for n, c in counts.items() if c == 1 and n not in captured)
@@ -231,7 +232,7 @@ class _Gen:
     mutable_params: frozenset[str] = frozenset()  # parameters the function may mutate
     local: Callable[[], frozenset[str]] = frozenset  # names the function binds (lazily)
     releasable: frozenset[str] = frozenset()  # temporaries the primal may drop when dead
-    fusible: frozenset[str] = frozenset()  # what a fused region may compute unbound
+    fusible: frozenset[str] | None = None  # what a fused region may compute unbound (lazily)
     pure: bool = False  # the differentiable form (see ``generate``)
     callees: frozenset[str] = frozenset()  # names of plain Python functions (inactive_mask)
     counter: int = 0
@@ -447,6 +448,8 @@ class _Gen:
             return {}
         if self.loads is None:
             self.loads = _load_counts(self.body)
+        if self.fusible is None:
+            self.fusible = _single_temporaries(self.body, self.params, self.loads)
         found = find_regions(stmts, self.fusible, self.active, self.loads)
         return {op.index: r for r in found for op in r.ops}
 
@@ -985,7 +988,6 @@ def generate(
         mutable_params=mutable_params | returned_names(fn),
         local=local_names(fn),
         releasable=_single_temporaries(fn.body),
-        fusible=_single_temporaries(fn.body, frozenset(param_names(fn))),
         pure=pure,
         body=fn.body,
         callees=callees,
