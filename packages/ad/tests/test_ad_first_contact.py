@@ -225,6 +225,11 @@ def test_nested_calls_filter_once_and_keep_both_levels_of_user_lines():
         pytest.param(lambda: ad.hvp(loss_indexing_out_of_range, (1.0,), (1.0,)), id="hvp"),
         pytest.param(lambda: ad.diaghessian(loss_indexing_out_of_range, 1.0), id="diaghessian"),
         pytest.param(lambda: ad.hessian_reverse(loss_indexing_out_of_range, 1.0), id="hess_rev"),
+        pytest.param(lambda: ad.jacobian(loss_indexing_out_of_range, 1.0), id="jacobian"),
+        pytest.param(lambda: ad.withjacobian(loss_indexing_out_of_range, 1.0), id="withjacobian"),
+        pytest.param(
+            lambda: ad.jacobian(loss_indexing_out_of_range, 1.0, mode="forward"), id="jac_fwd"
+        ),
     ],
 )
 def test_every_entry_point_filters(call):

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._api import pullback
+from ._tracebacks import entry_point, hide_internals
 from .errors import CotangentShapeError, OutputTypeError
 
 __all__ = ["WithJacobian", "jacobian", "withjacobian"]
@@ -29,6 +30,7 @@ class WithJacobian(NamedTuple):
     grad: tuple
 
 
+@entry_point
 def jacobian(f: Callable, /, *args: Any, mode: str = "auto", **kwargs: Any) -> tuple:
     """The Jacobian of ``y = f(*args)`` with respect to each argument.
 
@@ -65,9 +67,15 @@ def jacobian(f: Callable, /, *args: Any, mode: str = "auto", **kwargs: Any) -> t
 
     See also: withjacobian, gradient, pullback.
     """
-    return withjacobian(f, *args, mode=mode, **kwargs).grad
+    try:
+        return withjacobian(f, *args, mode=mode, **kwargs).grad
+    except Exception as e:
+        if hide_internals(e):  # Python 3.10: see ad._tracebacks
+            raise e
+        raise
 
 
+@entry_point
 def withjacobian(f: Callable, /, *args: Any, mode: str = "auto", **kwargs: Any) -> WithJacobian:
     """``(val=f(*args, **kwargs), grad=jacobian(f, *args, **kwargs))``, running ``f``
     forward once. Keyword arguments other than ``mode`` go to ``f`` (see ``jacobian``).
@@ -81,6 +89,15 @@ def withjacobian(f: Callable, /, *args: Any, mode: str = "auto", **kwargs: Any) 
 
     See also: jacobian.
     """
+    try:
+        return _withjacobian(f, args, mode, kwargs)
+    except Exception as e:
+        if hide_internals(e):  # Python 3.10: see ad._tracebacks
+            raise e
+        raise
+
+
+def _withjacobian(f: Callable, args: tuple, mode: str, kwargs: dict) -> WithJacobian:
     if mode not in ("auto", "reverse", "forward"):
         raise ValueError(f"jacobian: mode must be 'auto', 'reverse' or 'forward', got {mode!r}")
     kinds = [_arg_kind(a) for a in args]
