@@ -104,6 +104,35 @@ def test_the_value_is_numpys_bit_for_bit():
     assert y == rosenbrock(x) and type(y) is np.float64
 
 
+EXPRESSIONS_F32 = [
+    "np.sum((x - y) * (x + y) / 3.0)",
+    "np.mean((x - y) ** 2)",
+    "np.sum(np.sin(x) * np.exp(-0.5 * x * x) + np.tanh(y) * x)",
+    "np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - y[:-1]) ** 2)",
+]
+
+
+@pytest.mark.parametrize("expression", EXPRESSIONS_F32)
+def test_float32_regions_fuse_and_stay_float32(tmp_path, expression):
+    f = load(f"def f(x, y):\n    return {expression}\n", tmp_path)
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.5, 2.0, 257).astype(np.float32)
+    y = rng.uniform(0.5, 2.0, 257).astype(np.float32)
+    with fallback_refused("_ad_fasti_mul", "_ad_fasti_add", "_ad_fasti_sub", "_ad_rcall"):
+        val, (gx, gy) = ad.withgradient(f, x, y)
+    want = f(x, y)
+    assert type(val) is type(want) is np.float32 and val == want  # numpy's value, bit for bit
+    assert gx.dtype == gy.dtype == np.float32
+    with per_operation():
+        px, py = ad.gradient(f, x, y)
+    np.testing.assert_allclose(gx, px, rtol=2e-5, atol=1e-5)
+    np.testing.assert_allclose(gy, py, rtol=2e-5, atol=1e-5)
+    # mixed float32 and float64 inputs: the per-operation path, numpy's promotion
+    gx64, gy64 = ad.gradient(f, x, y.astype(np.float64))
+    assert gx64.dtype == np.float32 and gy64.dtype == np.float64
+    np.testing.assert_allclose(gx64, px, rtol=1e-4, atol=1e-4)
+
+
 # Each member kind, as the only or the main operation of a summed expression; the
 # arguments are positive where the function needs it (log, sqrt, division).
 EXPRESSIONS = [

@@ -103,7 +103,7 @@ HELPERS: dict[str, Any] = {
     "_ad_np": np,
     "_ad_ndarray": np.ndarray,
     "_ad_f64": np.dtype(np.float64),
-    "_ad_f64s": np.float64,
+    "_ad_f32": np.dtype(np.float32),
     "_ad_slice": slice,
     "_ad_fused_seed": fused_seed,
 }

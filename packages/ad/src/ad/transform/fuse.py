@@ -13,7 +13,7 @@ the ufuncs of ``ad._fused.UFUNCS`` on one array, and basic slices ``x[i:j]``.
 
 ``find_regions`` finds them; ``emit`` writes, for one region, a test and the two
 halves of its fused form. The test (at the root) holds when the inputs are float64
-arrays of one shape, the functions are numpy's, and their rules the built-in ones
+(or all float32) arrays of one shape, the functions are numpy's, and their rules the built-in ones
 (``ad._fast.FLAGS.fused``). Then the primal is plain numpy, writing into the buffers of
 temporaries that died, and the adjoint is the one derived here, once: each
 cotangent is kept as a term ``c · v · f1 · f2 / g1`` (``v`` the root's cotangent,
@@ -547,7 +547,10 @@ class _Emitter:
         parts = scatter.get(name, [])
         if not parts and not any(fs for _, fs in terms):
             total = sum(c for c, _ in terms)
-            self.lines.append(f"{g} = _ad_np.full({self.ref(name)}.shape, {number(total)} * _ad_v)")
+            ref = self.ref(name)
+            self.lines.append(
+                f"{g} = _ad_np.full({ref}.shape, {number(total)} * _ad_v, dtype={ref}.dtype)"
+            )
             return g
         if parts:
             self.lines.append(f"{g} = _ad_np.zeros_like({self.ref(name)})")
@@ -634,8 +637,14 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
     slices = {op.args[1]: None for op in views}
     funcs = {op.func: op.kind for op in region.ops if op.func}
     tests = ["_ad_FLAGS.fused", *(f"{f} is _ad_np.{k}" for f, k in funcs.items())]
+    first = None  # every input has the first one's dtype, float64 or float32
     for a in inputs:
-        tests.append(f"type({a}) is _ad_ndarray and {a}.dtype is _ad_f64")
+        if first is None:
+            first = a
+            dtype = f"({a}.dtype is _ad_f64 or {a}.dtype is _ad_f32)"
+        else:
+            dtype = f"{a}.dtype is {first}.dtype"
+        tests.append(f"type({a}) is _ad_ndarray and {dtype}")
     tests += [f"type({s}) is _ad_slice" for s in slices]
     direct = [a for a in inputs if _direct(a, ops)]
     if direct:  # not 0-d: numpy's operations on those return numbers, not arrays
@@ -696,7 +705,8 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
         first = direct[0] if direct else em.z(views[0].target)
         stmts.append((f"{n} = {first}.size", root.line))
         mean = f"{root.func}({arg})" if root.func else f"{arg}.mean()"
-        total = f"_ad_f64s(_ad_np.add.reduce({arg}, None) / {n}) if {n} else {mean}"
+        # np.float64 (np.float32) divided by an int: the same type, as np.mean's
+        total = f"_ad_np.add.reduce({arg}, None) / {n} if {n} else {mean}"
     else:
         total = f"_ad_np.add.reduce({arg}, None)"
     value.append((f"{root.target} = {total}", root.line))
