@@ -104,11 +104,29 @@ def test_the_value_is_numpys_bit_for_bit():
     assert y == rosenbrock(x) and type(y) is np.float64
 
 
+def test_np_square_fuses_and_a_square_of_another_module_does_not(tmp_path, numgrad):
+    f = load("def f(x, y):\n    return np.sum(np.square(x - y) * y)\n", tmp_path)
+    x, y = np.linspace(0.1, 1.0, 6), np.linspace(1.0, 2.0, 6)
+    with fallback_refused("_ad_fasti_mul", "_ad_fasti_sub", "_ad_rcall"):
+        gx, gy = ad.gradient(f, x, y)
+    np.testing.assert_allclose(gx, 2 * (x - y) * y)
+    np.testing.assert_allclose(gy, -2 * (x - y) * y + (x - y) ** 2)
+    g = load(
+        "class _Np:\n    sum = staticmethod(np.sum)\n"
+        "    square = staticmethod(lambda a: a * a * a)\n\n\n"
+        "def f(x, y):\n    np = _Np\n    return np.sum(np.square(x - y) * y)\n",
+        tmp_path,
+    )
+    for got, want in zip(ad.gradient(g, x, y), numgrad(g, x, y)):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+
+
 EXPRESSIONS_F32 = [
     "np.sum((x - y) * (x + y) / 3.0)",
     "np.mean((x - y) ** 2)",
     "np.sum(np.sin(x) * np.exp(-0.5 * x * x) + np.tanh(y) * x)",
     "np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - y[:-1]) ** 2)",
+    "np.mean(np.square(x - y) * 0.5)",
 ]
 
 
@@ -155,6 +173,8 @@ EXPRESSIONS = [
     "np.sum(x * x) + np.sum(np.cos(y) * x)",
     "((x - y) ** 2 * 0.5).sum()",
     "(np.sin(x) * y).mean() + (x / y).sum()",
+    "np.mean(np.square(x - y))",
+    "np.sum(np.square(np.sin(x)) * y + np.square(y))",
 ]
 
 

@@ -8,7 +8,8 @@ rosenbrock's ``np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)`
 
 whose temporaries are read by nothing but each other, and whose *root*, a
 whole-array ``np.sum`` or ``np.mean`` (or ``.sum()``/``.mean()``), is its one result. Members are the
-operators ``+ - * /`` and unary ``-``, ``a ** n`` (a constant integer ``n >= 2``),
+operators ``+ - * /`` and unary ``-``, ``a ** n`` (a constant integer ``n >= 2``;
+``np.square(a)`` is ``a ** 2``),
 the ufuncs of ``ad._fused.UFUNCS`` on one array, and basic slices ``x[i:j]``.
 
 ``find_regions`` finds them; ``emit`` writes, for one region, a test and the two
@@ -51,6 +52,7 @@ class Op:
     args: list  # names, or numbers; getitem: [array, slice temporary]
     func: str = ""  # a ufunc or root: the name bound to ``np.<kind>`` ("": a method)
     line: int = 0
+    attr: str = ""  # the numpy function ``func`` names when not ``np.<kind>`` (np.square)
 
 
 @dataclass
@@ -109,6 +111,8 @@ def _as_op(i: int, t: str, v: ast.Call, attrs: dict, consts: dict, slices: set) 
     attr = attrs.get(fn)
     if attr is not None and len(args) == 1 and (attr in UFUNCS or attr in REDUCTIONS):
         return Op(i, t, attr, args, func=fn, line=line)
+    if attr == "square" and len(args) == 1 and type(args[0]) is str:  # x ** 2, as numpy has it
+        return Op(i, t, "pow", [args[0], 2], func=fn, line=line, attr=attr)
     return None
 
 
@@ -635,7 +639,7 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
             if type(a) is str and a not in member:
                 inputs[a] = None
     slices = {op.args[1]: None for op in views}
-    funcs = {op.func: op.kind for op in region.ops if op.func}
+    funcs = {op.func: op.attr or op.kind for op in region.ops if op.func}
     tests = ["_ad_FLAGS.fused", *(f"{f} is _ad_np.{k}" for f, k in funcs.items())]
     first = None  # every input has the first one's dtype, float64 or float32
     for a in inputs:
