@@ -981,3 +981,56 @@ CASES.update(
         ),
     }
 )
+
+# ---------------------------------------------------------------- ufunc methods, scipy.signal
+CASES.update(
+    {
+        "numpy.ufunc.outer": Case(
+            lambda a, b: np.multiply.outer(a, b) + np.logaddexp.outer(a, b),
+            (n((3,)), n((2,), 1)),
+        ),
+        "numpy.ufunc.accumulate": Case(
+            lambda x: np.multiply.accumulate(x, axis=1) + np.logaddexp.accumulate(x, axis=1),
+            (n(),),
+        ),
+        "numpy.ufunc.reduce": Case(
+            lambda x: np.add.reduce(x * x, axis=0) + np.hypot.reduce(x, axis=1).sum(), (n(),)
+        ),
+        "numpy.ufunc.reduceat": Case(
+            lambda x: np.multiply.reduceat(x, [0, 2, 3]) + np.add.reduceat(x * x, [0, 1]).sum(),
+            (n((5,)),),
+            (cn((5,)),),
+        ),
+    }
+)
+if sc is not None:
+    import scipy.signal as ss
+
+    def _same_mode(f: Callable) -> Callable:
+        return lambda a, b: f(a, b, mode="same")
+
+    for _k in ("convolve", "correlate", "fftconvolve", "oaconvolve"):
+        CASES[f"scipy.signal.{_k}"] = Case(
+            _same_mode(getattr(ss, _k)), (n((6,)), n((3,), 1)), (cn((6,)), cn((3,), 1))
+        )
+    CASES.update(
+        {
+            "scipy.stats.norm.ppf": Case(
+                lambda q, loc, s: st.norm.ppf(q, loc, s), (u(0.2, 0.8, (3,)), 0.3, 1.4)
+            ),
+            "scipy.stats.norm.isf": Case(
+                lambda q, loc, s: st.norm.isf(q, loc, s), (u(0.2, 0.8, (3,)), 0.3, 1.4)
+            ),
+            "scipy.stats.multivariate_normal.entropy": Case(
+                lambda c: st.multivariate_normal.entropy(None, c), (spd(),), symmetric=True
+            ),
+        }
+    )
+
+    def _at_counts(m: Callable) -> Callable:
+        return lambda mu: m(np.array([0.0, 2.0, 3.5]), mu)
+
+    for _kind in ("cdf", "logcdf", "sf", "logsf"):
+        CASES[f"scipy.stats.poisson.{_kind}"] = Case(
+            _at_counts(getattr(st.poisson, _kind)), (u(0.5, 3.0, (3,)),)
+        )

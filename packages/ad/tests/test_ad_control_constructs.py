@@ -1102,7 +1102,7 @@ def test_an_exception_after_a_write_into_a_callers_object_is_refused(mode):
 def test_ad_errors_are_never_swallowed_by_a_handler_or_a_context_manager():
     def caught(x):
         try:
-            y = np.add.reduceat(np.array([x, 1.0]), [0, 1])[0]  # no rule (yet)
+            y = np.frombuffer(np.array([x, 1.0]))[0]  # reads raw bytes: no rule
         except Exception:
             y = x
         return y
@@ -1110,7 +1110,7 @@ def test_ad_errors_are_never_swallowed_by_a_handler_or_a_context_manager():
     def suppressed(x):
         y = x
         with contextlib.suppress(Exception):
-            y = np.add.reduceat(np.array([x, 1.0]), [0, 1])[0]
+            y = np.frombuffer(np.array([x, 1.0]))[0]
         return y
 
     for f in (caught, suppressed):

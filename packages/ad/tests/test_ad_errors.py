@@ -14,9 +14,9 @@ HERE = re.escape(__file__)
 
 def test_no_rule_and_no_source_names_function_and_call_site():
     def f(x):
-        return np.add.reduceat(x, [0, 1])[0].sum()  # a ufunc method: no rule (yet)
+        return np.frombuffer(x)[:2].sum()  # reads raw bytes: no rule
 
-    with pytest.raises(ad.NoRuleError, match=rf"numpy.ufunc.reduceat.*called at {HERE}:\d+"):
+    with pytest.raises(ad.NoRuleError, match=rf"numpy.frombuffer.*called at {HERE}:\d+"):
         ad.gradient(f, np.eye(2))
 
 

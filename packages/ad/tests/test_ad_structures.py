@@ -272,3 +272,29 @@ def test_closure_over_a_rebound_variable_is_an_error():
         ad.UnsupportedSyntaxError, match="captures 'scale', which is assigned again"
     ):
         ad.gradient(f, 1.5, 2.0)
+
+
+def _merged(x, y):
+    base = {"a": x, "b": y}
+    d = {**base, "b": y * y, **{"c": x * y}}  # a later key replaces an earlier one
+    return d["a"] * d["b"] + d["c"] * 2.0 + len(d)
+
+
+def _updated_params(p):
+    q = {"scale": 2.0, **p, "w": p["w"] * p["scale"]}
+    return np.sum(q["w"] * q["b"]) * q["scale"]
+
+
+def test_dict_display_with_double_star_in_every_mode():
+    # x y² + 2 x y + 3: d/dx = y² + 2y, d/dy = 2xy + 2x
+    assert ad.gradient(_merged, 2.0, 3.0) == (15.0, 16.0)
+    assert ad.jvp(_merged, (2.0, 3.0), (1.0, 0.0))[1] == 15.0
+    assert ad.jvp(_merged, (2.0, 3.0), (0.0, 1.0))[1] == 16.0
+    h = ad.hessian(lambda v: _merged(v[0], v[1]), np.array([2.0, 3.0]))
+    np.testing.assert_allclose(h, [[0.0, 2 * 3.0 + 2.0], [2 * 3.0 + 2.0, 2 * 2.0]])
+    p = {"w": np.array([1.0, 2.0]), "b": np.array([3.0, 4.0]), "scale": 0.5}
+    g = ad.gradient(_updated_params, p)[0]
+    # s² Σ w b: d/dw = s² b, d/db = s² w, d/ds = 2 s Σ w b
+    np.testing.assert_allclose(g["w"], 0.25 * p["b"])
+    np.testing.assert_allclose(g["b"], 0.25 * p["w"])
+    assert g["scale"] == pytest.approx(2 * 0.5 * 11.0)

@@ -119,11 +119,23 @@ def _merge_kw_frule(config: Any, ḟ: Any, *args: Any) -> Any:
     return y, Tangent[dict]._from_backing(b) if b else _Z
 
 
+def _merge_dicts_frule(config: Any, ḟ: Any, *args: Any) -> Any:
+    ts, parts = _halves(args)
+    y = _helpers.merge_dicts(*parts)
+    b: dict = {}
+    for p, ṗ in zip(parts, ts):  # a later part's key replaces the earlier one's tangent too
+        for k in p.keys():
+            b[k] = mapping_entry(ṗ, k)
+    b = {k: v̇ for k, v̇ in b.items() if not is_zero(v̇)}
+    return y, Tangent[dict]._from_backing(b) if b else _Z
+
+
 # Calls with ``*``/``**`` arrive as ``_ad_apply`` (when the ANF pass emits it).
 if hasattr(_helpers, "apply"):
     frule.register(_helpers.apply, config=ADConfig)(_apply_frule)
 if hasattr(_helpers, "merge_kw"):
     frule.register(_helpers.merge_kw, config=ADConfig)(_merge_kw_frule)
+frule.register(_helpers.merge_dicts, config=ADConfig)(_merge_dicts_frule)
 
 
 def _iterable_frule(kind: Callable) -> Callable:
@@ -367,7 +379,10 @@ def set_entry(obj: Any, key: Any, ȯ: Any, v̇: Any) -> Any:
 def _(config: Any, ḟ: Any, l̇: Any, v̇: Any, lst: list, value: Any) -> Any:
     es = entries(l̇, len(lst), lst)
     _written_item(lst, len(lst), v̇)
-    lst.append(value)
+    # appended by the helper, not by the method: pushed forward again (forward over
+    # forward over forward mode, as in a list comprehension at third order) this body
+    # runs as source, where the helper's own rules append once and carry the tangents
+    lst = _rules_objects.append(lst, value)
     return lst, tan_list(*es, v̇)
 
 

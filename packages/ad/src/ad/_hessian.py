@@ -155,8 +155,12 @@ def _scalar_output(y: Any, f: Callable) -> None:
 non_differentiable(_scalar_output)
 
 
-def _hvp_kernel(f: Callable, ts: tuple, *args: Any) -> Any:
-    """``⟨∇f(args), ts⟩``, the directional derivative whose gradient is ``H·v``."""
+def _hvp_kernel(f: Callable, ts: tuple, args: tuple) -> Any:
+    """``⟨∇f(args), ts⟩``, the directional derivative whose gradient is ``H·v``.
+
+    Its parameters are fixed (``args`` is one tuple): differentiating it again,
+    reverse over forward over forward mode at fourth order, follows only functions
+    of plain positional parameters."""
     y, ẏ = fcall_pair(f, ts, *args)
     _scalar_output(y, f)
     if type(y) is tuple:
@@ -200,7 +204,7 @@ def hvp(f: Callable, args: tuple, tangents: tuple, /, **kwargs: Any) -> tuple:
             )
         f = bind_keywords(f, kwargs)
         ts = _hvp_tangents(args, tangents)
-        return tuple(to_user(c) for c in hvp_core(f, ts, *args))
+        return tuple(to_user(c) for c in hvp_core(f, ts, tuple(args)))
     except Exception as e:
         if hide_internals(e):  # Python 3.10: see ad._tracebacks
             raise e
@@ -214,11 +218,12 @@ def _hvp_tangents(args: tuple, tangents: Any) -> tuple:
     )
 
 
-def hvp_core(f: Callable, ts: tuple, *args: Any) -> tuple:
+def hvp_core(f: Callable, ts: tuple, args: tuple) -> tuple:
     """``H·ts``, one cotangent per argument: the gradient of ``⟨∇f, ts⟩`` by the
-    vector-Jacobian-product kernel, whose rules carry it to any order."""
-    raw = reverse_over_forward(_hvp_kernel, 1.0, f, (_Z, *ts), *args)
-    return raw[3:]  # raw: (kernel, f, ts, *args)
+    vector-Jacobian-product kernel, whose rules carry it to any order (its
+    parameters are fixed, as reverse over reverse mode follows only such calls)."""
+    raw = reverse_over_forward(_hvp_kernel, 1.0, f, (_Z, *ts), args)
+    return tuple(entries(raw[3], len(args), "arguments"))  # raw: (kernel, f, ts, args)
 
 
 # ``hvp`` inside differentiated code is a primitive: its rules differentiate
@@ -231,14 +236,15 @@ def _(config: Any, f: Callable, args: tuple, tangents: tuple, **kwargs: Any) -> 
     n = len(args)
     bound = bind_keywords(f, kwargs)
     ts = _hvp_tangents(args, tangents)
-    out, pb = rcall(hvp_core, bound, ts, *args)
+    out, pb = rcall(hvp_core, bound, ts, tuple(args))
 
     def hvp_pullback(ct: Any) -> tuple:
         raw = pb(_tangents_ct(tuple(entries(ct, n, "hvp's results"))))
-        # raw: (hvp_core, f, ts, *args); the tangents' cotangents are those of ts
+        # raw: (hvp_core, f, ts, args); the tangents' cotangents are those of ts
         f_ct = field_ct(raw[1], "f") if kwargs else raw[1]
         ts_ct = entries(raw[2], n, "tangents")
-        return (_NO, f_ct, _tangents_ct(tuple(raw[3:])), _tangents_ct(tuple(ts_ct)))
+        args_ct = entries(raw[3], n, "arguments")
+        return (_NO, f_ct, _tangents_ct(tuple(args_ct)), _tangents_ct(tuple(ts_ct)))
 
     return tuple(to_user(c) for c in out), hvp_pullback
 
@@ -252,7 +258,8 @@ def _(config: Any, ṡ: Any, ḟ: Any, ȧrgs: Any, ṫangents: Any, f, args, tan
     ts = _hvp_tangents(args, tangents)
     ṫs = tuple(_Z if _is_zero(t) else t for t in _forward.entries(ṫangents, n, tangents))
     ȧ = _forward.entries(ȧrgs, n, args)
-    out, ṫ = _forward.fcall(hvp_core, (_Z, ḟ, _forward.tan_tuple(*ṫs), *ȧ), f, ts, *args)
+    ṫ_all = (_Z, ḟ, _forward.tan_tuple(*ṫs), _forward.tan_tuple(*ȧ))
+    out, ṫ = _forward.fcall(hvp_core, ṫ_all, f, ts, tuple(args))
     return tuple(to_user(c) for c in out), ṫ
 
 

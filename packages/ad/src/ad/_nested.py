@@ -50,6 +50,7 @@ from rulescore import (
     rrule,
     unthunk,
 )
+from rulescore._dispatch import RuleTable
 from rulescore._projection import Projector
 from rulescore.errors import NotImplementedTangentError
 
@@ -403,6 +404,7 @@ def _structural() -> frozenset:
             c.concat_tuple,
             c.concat_list,
             c.aslist,
+            c.merge_dicts,
         ]
     )
 
@@ -1110,6 +1112,10 @@ frule.register(reverse_over_forward, config=ADConfig)(_reverse_over_forward_frul
 # --- plumbing that rule bodies use ----------------------------------------------------
 
 non_differentiable(_forward.is_zero)
+# A rule body that dispatches to another rule (rrule(g, ...), frule(...)) and is
+# differentiated again: which rule wins carries no derivative; the rule it returns
+# is then differentiated as any function is.
+non_differentiable(RuleTable.lookup)
 
 
 @rrule.register(Tangent._from_backing.__func__, config=ADConfig)

@@ -27,6 +27,9 @@ from . import (
     _forward_over,
     _forward_over_jvp,
     _nested,
+    _plain_calls,
+    _rules_containers,
+    _rules_objects,
     _wrappers,
 )
 from ._accumulate import field_ct
@@ -100,6 +103,9 @@ def ff_linear(ġts: Any, ġargs: tuple, g: Any, gts: tuple, gargs: tuple) -> Any
 
 
 non_differentiable(_forward_over.zero)
+# forward over forward mode's rules run it (a yes/no question about a callable); at
+# fourth order their bodies are differentiated as source
+non_differentiable(_plain_calls.library_callable)
 
 
 # --- rrule of fcall(fcall, ...) --------------------------------------------------------
@@ -138,6 +144,10 @@ def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
         return out, method_pullback
     if _wrappers.is_vectorized(g):
         return _over_vectorize(ts, g, gts, gargs)
+    if g is _rules_containers.apply and not gargs[2]:
+        return _over_apply(ts, gts, gargs)
+    if g is _rules_objects.append:  # its frule appends in place: written out here
+        return _over_append(ts, gts, gargs)
     call = next((k.__dict__["__call__"] for k in tg.__mro__ if "__call__" in k.__dict__), None)
     if tg is not _FunctionType and isinstance(call, _FunctionType):  # a callable object
         return _over_fcall(ts, (types.MethodType(call, g), gts, *gargs))
@@ -188,6 +198,71 @@ def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
         "Python functions, functions with an frule, linear helpers and methods)",
         "call it through a Python function, or register an frule for it",
     )
+
+
+def _over_append(ts: tuple, gts: tuple, gargs: tuple) -> tuple[Any, Callable]:
+    """``_over_fcall`` for ``lst.append(value)`` (a list being built, as in a list
+    comprehension): appended once; each level's tangent of the list is its old
+    tangent with the value's appended (packing, whose adjoint splits the last entry off)."""
+    lst, value = gargs
+    n = len(lst)
+    before = list(lst)
+    ṫs = _forward.split(ts[2], 3)  # outer tangents of (append's, the list's, the value's)
+    y, pb = rcall(_rules_objects.append, lst, value)
+    ẏ = _forward.tan_list(*_forward.entries(gts[1], n, before), gts[2])
+    y_o = _forward.tan_list(*_forward.entries(ts[3], n, before), ts[4])
+    ẏ_o = _forward.tan_list(*_forward.entries(ṫs[1], n, before), ṫs[2])
+
+    def unpacked(ct: Any) -> tuple:  # a list's tangent's cotangent -> (of the old, of v)
+        if _nested._is_zero(unthunk(ct)):
+            return _Z, _Z
+        c = entries(ct, n + 1, "a list's tangent")
+        old = _Z if all(_nested._is_zero(e) for e in c[:n]) else Tangent[list]._from_backing(c[:n])
+        return old, c[n]
+
+    def append_pullback(ct: Any) -> tuple:
+        pair_ct, outer_ct = entries(ct, 2, "a forward-mode call pushed forward")
+        ȳ, ẏ̄ = _nested._pair(pair_ct)
+        ȳ_o, ẏ̄_o = entries(outer_ct, 2, "the tangents of a forward-mode call")
+        ȳ = unthunk(ȳ)
+        cts = pb(ȳ) if not _nested._is_zero(ȳ) else (_NO, _Z, _Z)
+        l̇_ct, v̇_ct = unpacked(ẏ̄)
+        ṫl_ct, ṫv_ct = unpacked(ȳ_o)
+        ṫl̇_ct, ṫv̇_ct = unpacked(ẏ̄_o)
+        t = _nested._tangents_ct
+        return (_Z, _Z, t((_Z, ṫl̇_ct, ṫv̇_ct)), ṫl_ct, ṫv_ct), (
+            _NO,
+            t((_Z, l̇_ct, v̇_ct)),
+            cts[1],
+            cts[2],
+        )
+
+    return ((y, ẏ), _forward.tan_tuple(y_o, ẏ_o)), append_pullback
+
+
+def _over_apply(ts: tuple, gts: tuple, gargs: tuple) -> tuple[Any, Callable]:
+    """``_over_fcall`` for ``fn(*a)`` (``_rules_containers.apply(fn, a, {})``, a call
+    with ``*``): the call of ``fn`` on the entries of ``a``, each level's tangent of
+    ``a`` split into its entries' (a linear map, its adjoint the packing)."""
+    fn, a, _ = gargs
+    a = tuple(a)
+    n = len(a)
+    ṫs = _forward.split(ts[2], 4)  # outer tangents of (apply's, fn's, a's, kwargs')
+    ġfn, ġa = ts[3], ts[4]
+    inner_gts = (gts[1], *_forward.entries(gts[2], n, a))
+    inner_ṫs = _forward.tan_tuple(ṫs[1], *_forward.entries(ṫs[2], n, a))
+    inner_ts = (_Z, ġfn, inner_ṫs, *_forward.entries(ġa, n, a))
+    out, pb = _over_fcall(inner_ts, (fn, inner_gts, *a))
+
+    def apply_pullback(ct: Any) -> tuple:
+        ts_ct, a_ct = pb(ct)  # a_ct: (fn, its ts, *a)
+        t = _nested._tangents_ct
+        gts_ct = entries(a_ct[1], n + 1, "tangents")
+        ṫs_ct = entries(ts_ct[2], n + 1, "tangents")
+        new_ts = (_Z, _Z, t((_Z, ṫs_ct[0], t(tuple(ṫs_ct[1:])), _Z)), ts_ct[1], t(ts_ct[3:]), _Z)
+        return new_ts, (_NO, t((_Z, gts_ct[0], t(tuple(gts_ct[1:])), _Z)), a_ct[0], t(a_ct[2:]), _Z)
+
+    return out, apply_pullback
 
 
 def _over_vectorize(ts: tuple, v: Any, gts: tuple, gargs: tuple) -> tuple[Any, Callable]:

@@ -47,7 +47,7 @@ from rulescore import (
     unthunk,
 )
 
-from . import _accumulate, _nested, _plain_calls, _rules_containers, _rules_objects
+from . import _accumulate, _nested, _plain_calls, _rules_containers, _rules_objects, _wrappers
 from ._config import ADConfig
 from ._cotangents import entries, zero_like
 from ._nested import _closure_ct, _is_zero, _tangents_ct, _unsupported
@@ -110,6 +110,8 @@ def _dispatch(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
             unbound = getattr(type(owner), f.__name__, None)
             if unbound is not None and _hashable(unbound) and unbound in _RRULES:
                 return _through_method(unbound, owner, args, kwargs)
+    if _wrappers.is_vectorized(f):
+        return _through_vectorize(f, args, kwargs)
     has_rules = _hashable(f) and f in _RRULES
     rule = _lookup(f, tuple(map(type, args)), ADConfig) if has_rules else None
     if rule is None:
@@ -188,6 +190,53 @@ def _through_method(
     return _wrapped(out, method_pullback, receiver_first)
 
 
+def _through_vectorize(v: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
+    """An ``np.vectorize`` object's call as ``_wrappers.vectorized_call``, a loop of
+    Python whose pure form is differentiated (``v``'s cotangent is its function's,
+    field ``pyfunc``); ``NoRuleError`` for the calls that does not follow (keywords)."""
+    pyfunc, shape, otypes = _wrappers.nested_call(v, args, kwargs)
+    n = len(args)
+    out, pb = _dispatch(_wrappers.vectorized_call, (pyfunc, shape, otypes, tuple(args)), None)
+
+    def vectorize_pullback(ct: Any) -> tuple:
+        _, a_ct, _ = pb(ct)  # a_ct: (∂pyfunc, ∂shape, ∂otypes, ∂args)
+        return _wrappers.vectorize_tangent(v, a_ct[0]), tuple(arg_cts(a_ct[3], n)), {}
+
+    return _wrapped(out, vectorize_pullback, lambda inner: as_vectorize_call(inner, v, n))
+
+
+def as_vectorize_call(pb: Callable, v: Any, n: int) -> Callable:
+    """``vectorized_call``'s pullback as one of the call ``v(*args)``: ``v``'s
+    cotangent is its function's (field ``pyfunc``), each argument's its own."""
+
+    def vectorize_call_pullback(ȳ: Any) -> tuple:
+        raw = pb(ȳ)  # (∂vectorized_call, ∂pyfunc, ∂shape, ∂otypes, ∂args)
+        return (_wrappers.vectorize_tangent(v, raw[1]), *arg_cts(raw[4], n))
+
+    return vectorize_call_pullback
+
+
+def arg_cts(ct: Any, n: int) -> tuple:
+    """The entries of the cotangent of a tuple of ``n`` arguments."""
+    return tuple(entries(ct, n, "np.vectorize's arguments"))
+
+
+@rrule.register(arg_cts, config=ADConfig)
+def _(config: Any, ct: Any, n: int) -> Any:
+    def arg_cts_pullback(ȳ: Any) -> tuple:
+        return (_NO, _tangents_ct(tuple(entries(ȳ, n, "np.vectorize's arguments"))), _NO)
+
+    return arg_cts(ct, n), arg_cts_pullback
+
+
+@rrule.register(_wrappers.vectorize_tangent, config=ADConfig)
+def _(config: Any, v: Any, pyfunc_ct: Any) -> Any:
+    def vectorize_tangent_pullback(ȳ: Any) -> tuple:
+        return (_NO, _Z, _accumulate.field_ct(unthunk(ȳ), "pyfunc"))
+
+    return _wrappers.vectorize_tangent(v, pyfunc_ct), vectorize_tangent_pullback
+
+
 #: ad's helpers that pack, unpack and select: linear maps whose pullbacks keep
 #: only the structure of their arguments (lengths, keys, field names).
 #: (``getitem`` is not among them here: on arrays the dispatch would take its lean
@@ -196,6 +245,7 @@ _STRUCTURAL = (_nested._STRUCTURAL - {operator.getitem}) | {
     _rules_objects.append,
     _rules_objects.setitem,  # into a list or dict (an array's refuses)
     _rules_containers.merge_kw,
+    _rules_containers.merge_dicts,
 }
 
 

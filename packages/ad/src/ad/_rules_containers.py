@@ -26,6 +26,7 @@ __all__ = [
     "apply",
     "concat_list",
     "concat_tuple",
+    "merge_dicts",
     "merge_kw",
     "mk_dict",
     "mk_list",
@@ -167,6 +168,37 @@ def _(config: Any, *dicts: dict) -> Any:
         return (_NO, *parts)
 
     return y, merge_kw_pullback
+
+
+def merge_dicts(*parts: Any) -> dict:
+    """``{**a, "k": v, **b}``: the parts in order, a later key replacing an earlier one."""
+    out: dict = {}
+    for p in parts:
+        out.update(p)
+    return out
+
+
+def _last_owner(parts: tuple) -> dict:
+    """For each key of the merged dict, the index of the part its value came from."""
+    return {k: i for i, p in enumerate(parts) for k in p.keys()}
+
+
+@rrule.register(merge_dicts, config=ADConfig)
+def _(config: Any, *parts: Any) -> Any:
+    y = merge_dicts(*parts)
+    owner = _last_owner(parts)
+
+    def merge_dicts_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        cts: list[dict] = [{} for _ in parts]
+        if not isinstance(ȳ, AbstractZero):
+            b = ȳ._backing if isinstance(ȳ, Tangent) else ȳ
+            for k, v in b.items():
+                if k in owner and not isinstance(v, AbstractZero):
+                    cts[owner[k]][k] = v
+        return (_NO, *(c or _Z for c in cts))
+
+    return y, merge_dicts_pullback
 
 
 def unpack(t: Any, n: int) -> tuple:

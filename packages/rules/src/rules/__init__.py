@@ -41,6 +41,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     _numpy_shape,
     _numpy_signal,
     _numpy_statistics,
+    _numpy_ufunc_methods,
     _operator,
     _sequences,
 )
@@ -52,5 +53,7 @@ from ._inventory import inventory
 register_lazy_rules("scipy.special", "rules._scipy_special")
 register_lazy_rules("scipy.linalg", "rules._scipy_linalg")
 register_lazy_rules("scipy.stats", "rules._scipy_stats")
+register_lazy_rules("scipy.stats", "rules._scipy_stats_more")
+register_lazy_rules("scipy.signal", "rules._scipy_signal")
 
 __all__ = ["inventory"]

@@ -44,8 +44,9 @@ _NAMESPACES: dict[str, Any] = {
     "numpy.random": np.random,
     "numpy.ndarray": np.ndarray,
     "numpy.generic": np.generic,
+    "numpy.ufunc": np.ufunc,
 }
-_SCIPY = ("scipy.special", "scipy.linalg", "scipy.stats")
+_SCIPY = ("scipy.special", "scipy.linalg", "scipy.stats", "scipy.signal")
 
 
 @functools.cache
@@ -96,7 +97,7 @@ def _module_and_name(f: Any) -> tuple[str, str]:
         mod = "numpy.random"
     elif mod.startswith("numpy"):
         mod = "numpy"
-    elif mod.startswith("scipy.") and mod.split(".")[1] in ("special", "linalg", "stats"):
+    elif mod.startswith("scipy.") and mod.split(".")[1] in ("special", "linalg", "stats", "signal"):
         mod = ".".join(mod.split(".")[:2])
     return mod, name
 

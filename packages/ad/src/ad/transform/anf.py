@@ -177,7 +177,7 @@ class _Normalizer:
             return self.new(kind(elts=[self.atom(x, out) for x in e.elts], ctx=ast.Load()))
         if isinstance(e, ast.Dict):
             if any(k is None for k in e.keys):
-                raise self.error(e, "`**` inside a dict display is not supported; use dict.update")
+                return self.merged_dict(e, out)
             keys = [self.atom(k, out) for k in e.keys]  # type: ignore[arg-type]
             return self.new(ast.Dict(keys=keys, values=[self.atom(v, out) for v in e.values]))
         if isinstance(e, ast.Set):
@@ -308,6 +308,24 @@ class _Normalizer:
             parts[0] if len(parts) == 1 else self.bind(self.helper_call("_ad_merge_kw", parts), out)
         )
         return self.helper_call("_ad_apply", [func, args, kw])
+
+    def merged_dict(self, e: ast.Dict, out: list[ast.stmt]) -> ast.expr:
+        """``{**a, "k": v, **b}`` -> ``_ad_merge_dicts(a, {"k": v}, b)``."""
+        parts: list[ast.expr] = []
+        keys: list[ast.expr] = []
+        values: list[ast.expr] = []
+        for k, v in zip(e.keys, e.values):
+            if k is None:
+                if keys:
+                    parts.append(self.bind(self.new(ast.Dict(keys=keys, values=values)), out))
+                    keys, values = [], []
+                parts.append(self.atom(v, out))
+            else:
+                keys.append(self.atom(k, out))
+                values.append(self.atom(v, out))
+        if keys:
+            parts.append(self.bind(self.new(ast.Dict(keys=keys, values=values)), out))
+        return self.helper_call("_ad_merge_dicts", parts)
 
     def named_dict(self, named: list[ast.keyword], out: list[ast.stmt]) -> ast.Dict:
         keys: list[ast.expr | None] = [self.new(ast.Constant(k.arg)) for k in named]
