@@ -58,7 +58,12 @@ def _clip(x, lo):
     return np.sum(np.clip(x, a_min=lo, a_max=2.0) ** 2)
 
 
+def _clip_min_max(x, lo, hi):  # numpy 2.1's keyword-only names of a_min and a_max
+    return np.sum(np.clip(x, min=lo * lo, max=hi) ** 2)
+
+
 CASES = [
+    (_clip_min_max, (np.array([-1.0, 0.5, 3.0, 1.5]), 0.5, 2.0)),
     (_average_list, (np.array([1.0, 3.0]), 1.0, 2.0)),
     (_average_array, (np.array([[1.0, 2.0], [0.5, 1.5], [2.0, 1.0]]), np.array([0.2, 1.0, 0.7]))),
     (_trapezoid, (np.array([1.0, 2.0, 0.5, 1.5]), np.array([0.0, 0.3, 1.1, 2.0]))),

@@ -59,22 +59,37 @@ def keywords_as_positions(f: Any, args: tuple, kwargs: dict) -> tuple | None:
     params = _positional_params(f)
     if params is None:
         return None
+    back: dict = {}  # a parameter's name -> the keyword the caller used for it
+    for k, name in _aliases(f).items():  # np.clip(x, min=lo): keyword-only aliases
+        if k in kwargs and name not in kwargs:
+            back[name] = k
+    if back:
+        kwargs = {**{n: kwargs[k] for n, k in back.items()}, **kwargs}
     where = {name: i for i, (name, _) in enumerate(params)}
     last = max((where.get(k, -1) for k, v in kwargs.items() if maybe_differentiable(v)), default=-1)
     if last < len(args):
         return None
-    extra, names = [], []
+    extra, names, moved = [], [], set()
     for name, default in params[len(args) : last + 1]:
         if name in kwargs:
             extra.append(kwargs[name])
-            names.append(name)
+            names.append(back.get(name, name))
+            moved.update((name, back.get(name, name)))
         elif default is not _EMPTY:
             extra.append(default)
             names.append(None)
         else:
             return None
-    rest = {k: v for k, v in kwargs.items() if k not in names}
+    rest = {k: v for k, v in kwargs.items() if k not in moved}
     return (*args, *extra), rest, tuple(names)
+
+
+def _aliases(f: Any) -> dict:
+    """Keyword-only names a function takes for its positional parameters."""
+    np = sys.modules.get("numpy")
+    if np is not None and f is np.clip:
+        return {"min": "a_min", "max": "a_max"}
+    return {}
 
 
 def _positional_params(f: Any) -> tuple | None:
