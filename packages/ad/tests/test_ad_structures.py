@@ -298,3 +298,54 @@ def test_dict_display_with_double_star_in_every_mode():
     np.testing.assert_allclose(g["w"], 0.25 * p["b"])
     np.testing.assert_allclose(g["b"], 0.25 * p["w"])
     assert g["scale"] == pytest.approx(2 * 0.5 * 11.0)
+
+
+def _dict_of_zip(a, b):
+    d = dict(zip(["x", "y"], [a, b]))
+    return d["x"] * d["y"] * d["y"]
+
+
+def _dict_of_keywords(a, b):
+    d = dict(x=a, y=b * b)
+    return d["x"] * d["y"]
+
+
+def _dict_of_mapping_and_keywords(a, b):
+    d = dict({"x": a, "y": 0.0}, y=b)  # the keyword replaces the mapping's value
+    return d["x"] * d["y"] * d["y"]
+
+
+def _dict_of_pairs(a, b):
+    d = dict([("x", a), ("y", b), ("x", b)])  # a later pair replaces an earlier one
+    return d["x"] * d["y"] * a
+
+
+@pytest.mark.parametrize(
+    "f, want",
+    [
+        (_dict_of_zip, lambda a, b: (b * b, 2 * a * b)),
+        (_dict_of_keywords, lambda a, b: (b * b, 2 * a * b)),
+        (_dict_of_mapping_and_keywords, lambda a, b: (b * b, 2 * a * b)),
+        (_dict_of_pairs, lambda a, b: (b * b, 2 * a * b)),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_the_dict_constructor_in_both_modes(f, want):
+    a, b = 2.0, 3.0
+    assert ad.gradient(f, a, b) == tuple(pytest.approx(v) for v in want(a, b))
+    assert ad.jvp(f, (a, b), (1.0, 0.0))[1] == pytest.approx(want(a, b)[0])
+    assert ad.jvp(f, (a, b), (0.0, 1.0))[1] == pytest.approx(want(a, b)[1])
+
+
+def test_the_dict_constructor_at_second_order():
+    def f(v):
+        return _dict_of_zip(v[0], v[1])
+
+    v = np.array([2.0, 3.0])
+    h = [[0.0, 2 * v[1]], [2 * v[1], 2 * v[0]]]
+    np.testing.assert_allclose(ad.hessian(f, v), h)  # forward over reverse
+    e1 = np.array([1.0, 0.0])
+    np.testing.assert_allclose(ad.gradient(lambda u: ad.jvp(f, (u,), (e1,))[1], v)[0], h[0])
+    np.testing.assert_allclose(
+        ad.hessian_reverse(lambda u: _dict_of_keywords(u[0], u[1]), v), [[0.0, 6.0], [6.0, 4.0]]
+    )

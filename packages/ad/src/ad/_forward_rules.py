@@ -20,7 +20,7 @@ from typing import Any
 from rules._sequences import dict_getitem_frule, sequence_getitem_frule
 from rulescore import NoTangent, Tangent, ZeroTangent, frule, unthunk
 
-from . import _forward, _helpers, _rules_objects
+from . import _forward, _helpers, _rules_containers, _rules_objects
 from ._config import ADConfig
 from ._cotangents import np_module
 from ._dunders import defines_inplace
@@ -128,6 +128,33 @@ def _merge_dicts_frule(config: Any, ḟ: Any, *args: Any) -> Any:
             b[k] = mapping_entry(ṗ, k)
     b = {k: v̇ for k, v̇ in b.items() if not is_zero(v̇)}
     return y, Tangent[dict]._from_backing(b) if b else _Z
+
+
+def _dict_frule(config: Any, kw_ts: dict, *args: Any, **kwargs: Any) -> Any:
+    """``dict(source, **kwargs)``: each value's tangent from where the value came from,
+    a keyword's from ``kw_ts`` (see ``keyword_tangents``); ``args`` is ``(ḟ, ṡource,
+    source)`` or ``(ḟ,)``."""
+    ts, (source,) = _halves(args[1:]) if len(args) > 1 else ((_Z,), ({},))
+    mapping, items = _rules_containers.dict_items(source)
+    b: dict = {}
+    if mapping:
+        for k in items:
+            b[k] = mapping_entry(ts[0], k)
+        y = {k: source[k] for k in items}
+    else:
+        ṫs = [_Z] * len(items) if is_zero(unthunk(ts[0])) else list(unthunk(ts[0]))
+        for (k, _), ṫ in zip(items, ṫs):
+            b[k] = _Z if is_zero(unthunk(ṫ)) else unthunk(ṫ)[1]
+        y = dict(items)
+    y.update(kwargs)
+    for k in kwargs:
+        b[k] = kw_ts.get(k, _Z)
+    b = {k: v̇ for k, v̇ in b.items() if not is_zero(v̇)}
+    return y, Tangent[dict]._from_backing(b) if b else _Z
+
+
+_dict_frule.keyword_tangents = True  # type: ignore[attr-defined]
+frule.register(dict, config=ADConfig)(_dict_frule)
 
 
 # Calls with ``*``/``**`` arrive as ``_ad_apply`` (when the ANF pass emits it).

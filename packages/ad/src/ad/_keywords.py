@@ -69,7 +69,9 @@ def keywords_as_positions(f: Any, args: tuple, kwargs: dict) -> tuple | None:
     last = max((where.get(k, -1) for k, v in kwargs.items() if maybe_differentiable(v)), default=-1)
     if last < len(args):
         return None
-    extra, names, moved = [], [], set()
+    extra: list = []
+    names: list = []
+    moved: set[str] = set()
     for name, default in params[len(args) : last + 1]:
         if name in kwargs:
             extra.append(kwargs[name])

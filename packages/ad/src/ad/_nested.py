@@ -405,6 +405,7 @@ def _structural() -> frozenset:
             c.concat_list,
             c.aslist,
             c.merge_dicts,
+            dict,  # dict(source, **kwargs): its rules are linear and structural
         ]
     )
 

@@ -246,6 +246,7 @@ _STRUCTURAL = (_nested._STRUCTURAL - {operator.getitem}) | {
     _rules_objects.setitem,  # into a list or dict (an array's refuses)
     _rules_containers.merge_kw,
     _rules_containers.merge_dicts,
+    dict,
 }
 
 

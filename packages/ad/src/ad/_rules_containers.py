@@ -201,6 +201,57 @@ def _(config: Any, *parts: Any) -> Any:
     return y, merge_dicts_pullback
 
 
+def dict_items(source: Any) -> tuple[bool, list]:
+    """``dict(source)``'s items: ``(True, keys)`` for a mapping, else ``(False, pairs)``
+    (an iterable of key-value pairs, consumed as ``dict`` consumes it)."""
+    if hasattr(source, "keys"):
+        return True, list(source.keys())
+    return False, [tuple(item) for item in source]
+
+
+def _dict_rule(config: Any, *args: Any, **kwargs: Any) -> Any:
+    """``dict(source, **kwargs)``: each value's cotangent goes back to where the value
+    came from (a later key replaces an earlier one, keywords last), in the form of the
+    source: a dict for a mapping, one ``(key, value)`` cotangent per pair otherwise.
+    Called with keywords, the pullback appends their cotangents (see
+    ``keyword_cotangents``)."""
+    if len(args) > 1:
+        return dict(*args, **kwargs), None  # Python's TypeError, raised by the call
+    mapping, items = dict_items(args[0]) if args else (True, [])
+    source = args[0] if args else {}
+    y = {k: source[k] for k in items} if mapping else dict(items)
+    y.update(kwargs)
+    owner: dict = {k: i for i, k in enumerate(items)} if mapping else {}
+    if not mapping:
+        for i, (k, _) in enumerate(items):
+            owner[k] = i
+    for k in kwargs:
+        owner[k] = None
+
+    def dict_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        b = {} if isinstance(ȳ, AbstractZero) else (ȳ._backing if isinstance(ȳ, Tangent) else ȳ)
+        kw_cts = {k: b.get(k, _Z) for k in kwargs}
+        out: tuple = (_NO,)
+        if args:
+            if mapping:
+                part = {k: b[k] for k in items if owner[k] is not None and k in b}
+                out = (_NO, part or _Z)
+            else:
+                pairs = [
+                    (_NO, b.get(k, _Z)) if owner[k] == i else (_NO, _Z)
+                    for i, (k, _) in enumerate(items)
+                ]
+                out = (_NO, pairs if any(not isinstance(v, AbstractZero) for _, v in pairs) else _Z)
+        return (*out, kw_cts) if kwargs else out
+
+    return y, dict_pullback
+
+
+_dict_rule.keyword_cotangents = True  # type: ignore[attr-defined]
+rrule.register(dict, config=ADConfig)(_dict_rule)
+
+
 def unpack(t: Any, n: int) -> tuple:
     items = tuple(t)
     if len(items) != n:
