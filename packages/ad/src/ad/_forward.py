@@ -165,6 +165,8 @@ def _is_numpy_function(f: Any) -> bool:
     if known is None:
         mod = getattr(f, "__module__", None)
         known = isinstance(mod, str) and (mod == "numpy" or mod.startswith("numpy."))
+        if len(_NUMPY_FUNCTIONS) >= 2048:  # bounded: callables made per call leave
+            _NUMPY_FUNCTIONS.clear()
         _NUMPY_FUNCTIONS[f] = known
     return known
 

@@ -26,6 +26,7 @@ __all__ = ["keyword_reason", "keywords_as_positions", "maybe_differentiable"]
 _EMPTY = inspect.Parameter.empty
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 _PARAMS: dict[Any, tuple | None] = {}
+_PARAMS_BOUND = 2048
 
 
 def maybe_differentiable(v: Any) -> bool:
@@ -114,6 +115,8 @@ def _positional_params(f: Any) -> tuple | None:
                 break
             params.append((p.name, p.default))
         params = tuple(params)
+    if len(_PARAMS) >= _PARAMS_BOUND:  # bounded: callables made per call leave
+        _PARAMS.clear()
     _PARAMS[f] = params
     return params
 

@@ -345,6 +345,8 @@ def _fields(v: Any) -> list[Any]:
         for k in kind.__mro__:
             s = k.__dict__.get("__slots__", ())
             names.extend([s] if isinstance(s, str) else s)
+        if len(_SLOTS) >= 1024:  # bounded: classes made per call leave
+            _SLOTS.clear()
         slots = _SLOTS[kind] = tuple(n for n in names if n not in ("__dict__", "__weakref__"))
     out = [getattr(v, n) for n in slots if hasattr(v, n)]
     d = getattr(v, "__dict__", None)

@@ -85,7 +85,7 @@ def _stdlib_dirs() -> tuple[str, ...]:
 
 _STDLIB_DIRS = _stdlib_dirs()
 _STDLIB_NAMES = frozenset(getattr(sys, "stdlib_module_names", ()))
-_LIBRARY: dict[types.CodeType, bool] = {}
+_LIBRARY: dict[tuple, bool] = {}
 
 
 def is_library_function(f: Any) -> bool:
@@ -103,10 +103,14 @@ def is_library_function(f: Any) -> bool:
     False
     """
     code = f.__code__
-    known = _LIBRARY.get(code)
+    mod = getattr(f, "__module__", None)
+    key = (code.co_filename, mod if type(mod) is str else None)  # what decides: no code kept
+    known = _LIBRARY.get(key)
     if known is None:
         known = _is_library(f, code)
-        _LIBRARY[code] = known
+        if len(_LIBRARY) >= 1024:  # bounded: files made per call (exec) leave
+            _LIBRARY.clear()
+        _LIBRARY[key] = known
     return known
 
 

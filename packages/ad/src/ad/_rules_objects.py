@@ -132,6 +132,8 @@ def read_route(obj: Any, name: str, bypass: bool = False) -> Any:
     try:
         plan = _READS[key]
     except KeyError:
+        if len(_READS) >= 1024:  # bounded: classes made per call leave
+            _READS.clear()
         plan = _READS[key] = _read_plan(cls, name, bypass)
     if plan is None:
         return None
@@ -192,6 +194,8 @@ def write_route(obj: Any, name: str, value: Any, bypass: bool = False) -> Any:
     try:
         plan = _WRITES[key]
     except KeyError:
+        if len(_WRITES) >= 1024:  # bounded: classes made per call leave
+            _WRITES.clear()
         plan = _WRITES[key] = _write_plan(cls, name, bypass)
     if plan is None:
         return None

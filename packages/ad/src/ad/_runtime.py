@@ -185,7 +185,12 @@ def rcall_masked(mask: int, f: Any, *args: Any) -> tuple[Any, Callable]:
 
 def _resolve_rule(f: Any, args: tuple, key: tuple) -> Any:
     """Look up and cache ``(callable, rule-or-None-if-trusted)`` for this call's types
-    (``key``: ``f`` and the types); a trusted one also goes to ``_DIRECT``."""
+    (``key``: ``f`` and the types); a trusted one also goes to ``_DIRECT``.
+
+    Bounded (``_DISPATCH_BOUND`` entries, then it starts again): a class made per
+    call (``dataclasses.make_dataclass``) would otherwise stay alive in a key. A
+    registration meanwhile (``clear_dispatch_cache``) drops what this resolved."""
+    generation = _GENERATION[0]
     rule = _lookup(f, tuple(map(type, args)), _ADConfigType) if f in _RULES else None
     if rule is None:
         hit = None
@@ -197,8 +202,15 @@ def _resolve_rule(f: Any, args: tuple, key: tuple) -> Any:
             lean = _lean_rule(f, tuple(map(type, args)), rule)
             if lean is not None:
                 hit = (lean, None)
-            _DIRECT[key] = hit[0]
+    if len(_RULE_CACHE) >= _DISPATCH_BOUND:
+        _RULE_CACHE.clear()
+        _DIRECT.clear()
+    if hit is not None and hit[1] is None:
+        _DIRECT[key] = hit[0]
     _RULE_CACHE[key] = hit
+    if _GENERATION[0] != generation:  # a rule registered while this resolved: stale
+        _RULE_CACHE.pop(key, None)
+        _DIRECT.pop(key, None)
     return hit
 
 
@@ -215,11 +227,17 @@ _RULE_CACHE: dict[tuple, Any] = {}
 #: callables whose rule is trusted: ``rcall`` looks here first.
 _DIRECT: dict[tuple, Callable] = {}
 _STATIC_CALLABLES = _static_callable_types()
+#: How many dispatches ``_RULE_CACHE`` keeps (a program's own are far fewer).
+_DISPATCH_BOUND = 1024
+#: Bumped by every ``clear_dispatch_cache``, before it clears: a dispatch resolved
+#: across it is not kept (see ``_resolve_rule``; no lock on either path).
+_GENERATION = [0]
 
 
 def clear_dispatch_cache() -> None:
     """Forget every cached dispatch (each registration does it; tests that swap
     ``_lean_rule`` do too)."""
+    _GENERATION[0] += 1
     _RULE_CACHE.clear()
     _DIRECT.clear()
 

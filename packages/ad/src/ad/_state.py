@@ -183,6 +183,8 @@ def stateful(obj: Any) -> bool:
         )
         or (dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen)  # type: ignore[attr-defined]
     )
+    if len(_STATEFUL) >= 1024:  # bounded: classes made per call leave
+        _STATEFUL.clear()
     _STATEFUL[cls] = out
     return out
 
@@ -478,7 +480,7 @@ def read_tangent(obj: Any, name: str) -> Any:
 # code runs transformed, no pass keeps them by identity (ownership refuses what
 # variables cannot follow).
 _SUSPENDED = Pass(None)  # type: ignore[arg-type]
-_INTERNAL: dict[types.CodeType, bool] = {}
+_INTERNAL: dict[str, bool] = {}  # by file name: no code object kept alive
 _INTERNAL_DIRS = tuple(
     os.path.dirname(m.__file__) + os.sep for m in (sys.modules["rules"], sys.modules["rulescore"])
 ) + (os.path.dirname(__file__) + os.sep,)
@@ -487,9 +489,11 @@ _INTERNAL_DIRS = tuple(
 def internal(code: types.CodeType) -> bool:
     """Whether ``code`` is the AD's own (a rule, a helper): see ``suspended``."""
     try:
-        return _INTERNAL[code]
+        return _INTERNAL[code.co_filename]
     except KeyError:
-        out = _INTERNAL[code] = code.co_filename.startswith(_INTERNAL_DIRS)
+        if len(_INTERNAL) >= 1024:  # bounded: files made per call (exec) leave
+            _INTERNAL.clear()
+        out = _INTERNAL[code.co_filename] = code.co_filename.startswith(_INTERNAL_DIRS)
         return out
 
 

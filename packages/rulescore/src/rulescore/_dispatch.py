@@ -14,6 +14,7 @@ rule defined after a call is seen by the next call.
 from __future__ import annotations
 
 import inspect
+import threading
 import types
 import typing
 from collections.abc import Callable
@@ -186,13 +187,22 @@ def fname(f: Any) -> str:
     return f"{mod}.{name}"
 
 
+#: How many lookups a ``RuleTable`` caches before it starts again.
+_CACHE_BOUND = 1024
+
+
 class RuleTable:
     """The rules registered for each function object, with a lookup cache."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
+        #: f -> its rules: each list is published whole (replaced, never changed
+        #: in place), so a lookup in another thread sees the old or the new one.
         self._rules: dict[Any, list[Rule]] = {}
+        #: A fresh dict per registration (never cleared in place): a lookup that
+        #: resolved against the old rules stores into the old dict, unseen.
         self._cache: dict[tuple, Rule | None] = {}
+        self._lock = threading.Lock()  # registrations only: lookups take none
         #: Bumped by every registration, so callers can cache derived facts.
         self.version = 0
         #: Called with no arguments after every registration (an AD's caches).
@@ -201,25 +211,28 @@ class RuleTable:
     def add(self, rule: Rule) -> None:
         f = rule.f
         try:
-            entries = self._rules.setdefault(f, [])
+            hash(f)
         except TypeError:
             raise RuleDefinitionError(
                 f"{self.kind}: cannot register a rule for the unhashable object {f!r}"
             ) from None
-        entries[:] = [
-            e
-            for e in entries
-            if not (e.signature.same_as(rule.signature) and e.config is rule.config)
-        ]
-        entries.append(rule)
-        self._cache.clear()
-        self.version += 1
-        for listener in self.listeners:
+        with self._lock:
+            entries = self._rules.get(f, [])
+            kept = [
+                e
+                for e in entries
+                if not (e.signature.same_as(rule.signature) and e.config is rule.config)
+            ]
+            self._rules[f] = [*kept, rule]
+            self._cache = {}
+            self.version += 1
+            listeners = list(self.listeners)
+        for listener in listeners:
             listener()
 
     def functions(self) -> list[Any]:
         """Every function with at least one rule that is not an opt-out."""
-        return [f for f, rs in self._rules.items() if any(not r.opt_out for r in rs)]
+        return [f for f, rs in self._rules.copy().items() if any(not r.opt_out for r in rs)]
 
     def rules_for(self, f: Any) -> list[Rule]:
         try:
@@ -237,12 +250,15 @@ class RuleTable:
         except TypeError:  # unhashable callable: it cannot have rules
             return None
         key = (f, config_type, arg_types)
+        cache = self._cache
         try:
-            return self._cache[key]
+            return cache[key]
         except KeyError:
             pass
         rule = self._resolve(f, arg_types, config_type)
-        self._cache[key] = rule
+        if len(cache) >= _CACHE_BOUND:  # bounded: argument types made per call leave
+            cache.clear()
+        cache[key] = rule
         return rule
 
     def _resolve(self, f: Any, arg_types: tuple, config_type: type | None) -> Rule | None:

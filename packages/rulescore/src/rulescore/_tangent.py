@@ -16,6 +16,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import sys
+import threading
+import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, get_args, get_origin
 
@@ -78,38 +80,8 @@ class Tangent:
             return Tangent._cache[P]
         except (KeyError, TypeError):
             pass
-        origin = get_origin(P) or P
-        if not isinstance(origin, type):
-            raise TypeError(f"Tangent[P] needs a type P, got {P!r}")
-        length = None
-        if issubclass(origin, (tuple, list)) and not hasattr(origin, "_fields"):
-            kind, allowed = _POSITIONAL, None
-            args = get_args(P)
-            if origin is tuple and args and args[-1] is not Ellipsis:
-                length = len(args)
-        elif issubclass(origin, dict):
-            kind, allowed = _MAPPING, None
-        else:
-            kind, allowed = _FIELDS, _declared_fields(origin)
-        name = f"Tangent[{getattr(P, '__name__', repr(P))}]"
-        sub = type(
-            name,
-            (Tangent,),
-            {
-                "__slots__": (),
-                "primal_type": P,
-                "_kind": kind,
-                "_allowed": allowed,
-                "_length": length,
-                "__module__": __name__,
-                "__qualname__": name,
-            },
-        )
-        try:
-            Tangent._cache[P] = sub
-        except TypeError:
-            pass
-        return sub
+        with _LOCK:
+            return _tangent_class(P)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         cls = type(self)
@@ -418,3 +390,85 @@ def canonicalize(t: Tangent) -> Tangent:
     b = t._backing
     z = ZeroTangent()
     return t._from_backing({k: b.get(k, z) for k in allowed})
+
+
+# --- the cache of ``Tangent[P]`` ---------------------------------------------------
+#
+# ``Tangent._cache`` maps ``P`` to ``Tangent[P]`` (the hit path: one dict lookup).
+# It holds at most ``_CACHE_BOUND`` classes ``P`` (a class made per call, such as
+# ``dataclasses.make_dataclass``'s, must not stay alive in it): beyond, the oldest
+# classes leave it. ``Tangent[P]`` stays one class while anything holds it (a
+# tangent, a module global): ``_ALIVE`` finds it again by ``id(P)``, weakly (it
+# holds ``P``, so ``P`` is alive, and that id is its own, while it is). Other
+# keys (builtins, generic aliases) are never evicted. Misses take ``_LOCK``.
+
+_CACHE_BOUND = 512
+_ALIVE: dict[int, weakref.ref] = {}
+_LOCK = threading.RLock()
+
+
+def _tangent_class(P: Any) -> type[Tangent]:
+    cache = Tangent._cache
+    try:
+        return cache[P]
+    except KeyError:
+        hashable = True
+    except TypeError:
+        hashable = False
+    is_class = isinstance(P, type)
+    sub = None
+    if is_class:
+        ref = _ALIVE.get(id(P))
+        sub = ref() if ref is not None else None
+        if sub is not None and sub.primal_type is not P:  # pragma: no cover - defensive
+            sub = None
+    if sub is None:
+        sub = _make(P)
+        if is_class:
+            _ALIVE[id(P)] = weakref.ref(sub, _forget(id(P)))
+    if hashable:
+        if is_class and len(cache) >= _CACHE_BOUND:
+            classes = [k for k in cache if isinstance(k, type)]
+            for k in classes[: len(classes) // 2 + 1]:
+                cache.pop(k, None)
+        cache[P] = sub
+    return sub
+
+
+def _forget(i: int, alive: dict = _ALIVE) -> Any:
+    def forget(ref: weakref.ref) -> None:
+        if alive.get(i) is ref:
+            alive.pop(i, None)
+
+    return forget
+
+
+def _make(P: Any) -> type[Tangent]:
+    origin = get_origin(P) or P
+    if not isinstance(origin, type):
+        raise TypeError(f"Tangent[P] needs a type P, got {P!r}")
+    length = None
+    if issubclass(origin, (tuple, list)) and not hasattr(origin, "_fields"):
+        kind, allowed = _POSITIONAL, None
+        args = get_args(P)
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            length = len(args)
+    elif issubclass(origin, dict):
+        kind, allowed = _MAPPING, None
+    else:
+        kind, allowed = _FIELDS, _declared_fields(origin)
+    name = f"Tangent[{getattr(P, '__name__', repr(P))}]"
+    sub = type(
+        name,
+        (Tangent,),
+        {
+            "__slots__": (),
+            "primal_type": P,
+            "_kind": kind,
+            "_allowed": allowed,
+            "_length": length,
+            "__module__": __name__,
+            "__qualname__": name,
+        },
+    )
+    return sub

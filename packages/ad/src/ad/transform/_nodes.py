@@ -12,6 +12,7 @@ costs a third less than passing the location as keyword arguments.
 from __future__ import annotations
 
 import ast
+import threading
 from typing import TypeVar
 
 from .anf import BINOPS
@@ -54,11 +55,19 @@ _N = TypeVar("_N", bound=ast.AST)
 
 
 #: Located names and constants of the reverse pass, shared within one generated
-#: tree (``forget_shared`` clears them): the tree becomes a DAG, which ``compile``
-#: accepts, and no pass mutates these leaves.
-_LOADS: dict[tuple[str, int], ast.Name] = {}
-_STORES: dict[tuple[str, int], ast.Name] = {}
-_CONSTS: dict[tuple[type, object, int], ast.Constant] = {}
+#: tree (``forget_shared`` starts a new set): the tree becomes a DAG, which
+#: ``compile`` accepts, and no pass mutates these leaves. They are per thread
+#: (``threading.local``): two threads transforming at once, or a pure transform
+#: renaming its names (``_rename_private``), never share a node, and nothing here
+#: relies on the GIL (free-threaded CPython: each thread has its own dicts).
+class _Shared(threading.local):
+    def __init__(self) -> None:
+        self.loads: dict[tuple[str, int], ast.Name] = {}
+        self.stores: dict[tuple[str, int], ast.Name] = {}
+        self.consts: dict[tuple[type, object, int], ast.Constant] = {}
+
+
+_SHARED = _Shared()
 
 
 def at(node: _N, line: int) -> _N:
@@ -71,41 +80,45 @@ def at(node: _N, line: int) -> _N:
 def load(id_: str, line: int) -> ast.Name:
     """A located load of ``id_``."""
     key = (id_, line)
-    node = _LOADS.get(key)
+    loads = _SHARED.loads
+    node = loads.get(key)
     if node is None:
-        node = _LOADS[key] = at(_Name(id_, LOAD), line)
+        node = loads[key] = at(_Name(id_, LOAD), line)
     return node
 
 
 def store(id_: str, line: int) -> ast.Name:
     """A located store to ``id_``."""
     key = (id_, line)
-    node = _STORES.get(key)
+    stores = _SHARED.stores
+    node = stores.get(key)
     if node is None:
-        node = _STORES[key] = at(_Name(id_, STORE), line)
+        node = stores[key] = at(_Name(id_, STORE), line)
     return node
 
 
 def const(value: object, line: int) -> ast.Constant:
     """A located constant (None, a bool, an int or a str: ``type`` keeps 1 and True apart)."""
     key = (type(value), value, line)
-    node = _CONSTS.get(key)
+    consts = _SHARED.consts
+    node = consts.get(key)
     if node is None:
-        node = _CONSTS[key] = at(_Constant(value), line)
+        node = consts[key] = at(_Constant(value), line)
     return node
 
 
 def forget_shared() -> None:
-    """Start a new generated tree: drop the shared names and constants."""
-    _LOADS.clear()
-    _STORES.clear()
-    _CONSTS.clear()
+    """Start a new generated tree (in this thread): fresh shared names and constants.
+
+    New dicts rather than cleared ones: a tree built before keeps its nodes."""
+    shared = _SHARED
+    shared.loads, shared.stores, shared.consts = {}, {}, {}
 
 
 def loaded_ids() -> set[str]:
     """The names read by the nodes ``load`` (and ``call``) built for the current
     tree: with the names of the input it reuses, every name the tree reads."""
-    return {id_ for id_, _line in _LOADS}
+    return {id_ for id_, _line in _SHARED.loads}
 
 
 def name(id_: str, store: bool = False, line: int | None = None) -> ast.Name:

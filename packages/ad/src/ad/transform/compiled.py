@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import types
+import weakref
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +47,15 @@ def signature_of(fn: ast.FunctionDef) -> Signature:
     )
 
 
+#: The transforms whose ``last`` holds a generated function, latest last. That
+#: function holds ``f``'s globals: a namespace made by ``exec`` holds ``f`` in
+#: turn, so the weak reference alone would never see ``f`` go. Beyond this many,
+#: the oldest ``last`` is dropped (a cycle through a namespace then lives no longer
+#: than its last reference from outside).
+_RECENT: deque = deque()
+_RECENT_BOUND = 128
+
+
 @dataclass
 class Compiled:
     """A generated function for one code object, ready to bind to a function."""
@@ -53,6 +64,8 @@ class Compiled:
     helper_cells: dict[str, types.CellType]
     spec: Signature
     source: str = ""
+    #: ``(weak reference to f, generated function)`` of the last ``instantiate``:
+    #: weak, so that neither ``f`` nor its closure outlives its last user
     last: tuple[Any, Any] = (None, None)
     #: the primal takes ``_ad_nv=True`` (its caller needs no value, see ``reverse``)
     elides: bool = False
@@ -70,7 +83,7 @@ class Compiled:
     def instantiate(self, f: types.FunctionType) -> types.FunctionType:
         """The generated function bound to ``f``'s globals, defaults and closure."""
         last_f, last_fn = self.last
-        if last_f is f and last_fn.__defaults__ is f.__defaults__:
+        if last_f is not None and last_f() is f and last_fn.__defaults__ is f.__defaults__:
             return last_fn  # the usual case: the same function differentiated again
         own = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
         cells = tuple(own[n] if n in own else self.helper_cells[n] for n in self.code.co_freevars)
@@ -79,5 +92,18 @@ class Compiled:
             fn.__kwdefaults__ = {NO_VALUE: False, **(f.__kwdefaults__ or {})}
         elif f.__kwdefaults__:
             fn.__kwdefaults__ = f.__kwdefaults__
-        self.last = (f, fn)
+        self.last = (weakref.ref(f, self._forget), fn)  # published whole: one assignment
+        _RECENT.append(self)
+        if len(_RECENT) > _RECENT_BOUND:
+            try:
+                old = _RECENT.popleft()
+            except IndexError:  # pragma: no cover - another thread emptied it
+                return fn
+            if old is not self:
+                old.last = (None, None)
         return fn
+
+    def _forget(self, ref: weakref.ref) -> None:
+        """``f`` is gone: drop the function bound to its closure with it."""
+        if self.last[0] is ref:
+            self.last = (None, None)

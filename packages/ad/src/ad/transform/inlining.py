@@ -44,6 +44,7 @@ from __future__ import annotations
 import ast
 import copy
 import types
+import weakref
 from typing import Any
 
 from rulescore import frule, rrule
@@ -136,8 +137,13 @@ _MUTATORS = frozenset(
 )
 _FRESH_VALUES = (ast.List, ast.Dict, ast.Set, ast.Tuple, ast.Constant, ast.JoinedStr)
 
-#: A helper's code -> its ANF (None: it cannot be inlined).
-_ANF: dict[types.CodeType, ast.FunctionDef | None] = {}
+#: A helper's code -> its ANF (None: it cannot be inlined). Weak keys: a helper
+#: that is gone (a module reloaded, a function built by ``exec``) leaves nothing.
+#: Only the transform (under its lock) reads and writes it.
+_ANF: weakref.WeakKeyDictionary[types.CodeType, ast.FunctionDef | None] = (
+    weakref.WeakKeyDictionary()
+)
+_UNKNOWN = object()
 
 
 def has_rules(fn: Any) -> bool:
@@ -307,8 +313,9 @@ class _Inliner:
 def helper_anf(fn: types.FunctionType) -> ast.FunctionDef | None:
     """The ANF of ``fn`` if it can be inlined (cached per code object), else None."""
     code = fn.__code__
-    if code in _ANF:
-        return _ANF[code]
+    known = _ANF.get(code, _UNKNOWN)
+    if known is not _UNKNOWN:
+        return known  # type: ignore[return-value]
     out = None
     if not (code.co_flags & 0x0C or code.co_kwonlyargcount) and (  # *args, **kwargs
         not code.co_flags & 0x2A0  # generator, coroutine, async generator

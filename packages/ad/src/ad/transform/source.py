@@ -10,6 +10,7 @@ or ``if`` test, a ``with`` item, a decorator) is found in the whole file.
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import copy
@@ -18,13 +19,20 @@ import linecache
 import re
 import textwrap
 import types
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NoSourceError
 from .codegen import locate
 
-__all__ = ["FunctionSource", "constant_freevars", "get_source", "register_generated"]
+__all__ = [
+    "FunctionSource",
+    "constant_freevars",
+    "get_source",
+    "mark_derived",
+    "register_generated",
+]
 
 
 @dataclass(frozen=True)
@@ -38,7 +46,69 @@ class FunctionSource:
 
 # Code that the transform itself generated (a pushforward), by code object: its
 # FunctionDef, file, and the free variables that are runtime helpers (constants).
-_GENERATED: dict[types.CodeType, tuple[ast.FunctionDef, str, frozenset[str]]] = {}
+# By ``id(code)`` -> a weak reference to it, and the entry: the entry leaves with
+# its code. ``_GENERATED_BY_HASH`` finds an equal code object (the same tree
+# compiled again: a generated function nested in a function ad transforms).
+_GENERATED: dict[int, tuple[weakref.ref, tuple[ast.FunctionDef, str, frozenset[str]]]] = {}
+_GENERATED_BY_HASH: dict[int, tuple[int, ...]] = {}
+
+
+def _generated(code: types.CodeType) -> tuple[ast.FunctionDef, str, frozenset[str]] | None:
+    hit = _GENERATED.get(id(code))
+    if hit is not None and hit[0]() is code:
+        return hit[1]
+    for i in _GENERATED_BY_HASH.get(hash(code), ()):
+        hit = _GENERATED.get(i)
+        if hit is not None and hit[0]() == code:
+            return hit[1]
+    return None
+
+
+def _unregister(
+    i: int, h: int, generated: dict = _GENERATED, by_hash: dict = _GENERATED_BY_HASH
+) -> Any:
+    def forget(ref: weakref.ref) -> None:
+        hit = generated.get(i)
+        if hit is not None and hit[0] is ref:
+            generated.pop(i, None)
+            left = tuple(j for j in by_hash.get(h, ()) if j != i)
+            if left:
+                by_hash[h] = left
+            else:
+                by_hash.pop(h, None)
+
+    return forget
+
+
+#: Code objects the transform compiled from the user's own source: the functions
+#: defined inside a transformed function (its generated code defines them from
+#: the parsed tree). Their source is the file's by construction (``get_source``
+#: does not check them again); by identity, weakly, as ``_GENERATED``.
+_DERIVED: dict[int, weakref.ref] = {}
+
+
+def _forget_derived(i: int, derived: dict = _DERIVED) -> Any:
+    def forget(ref: weakref.ref) -> None:
+        if derived.get(i) is ref:
+            derived.pop(i, None)
+
+    return forget
+
+
+def mark_derived(code: types.CodeType) -> None:
+    """Record the code objects nested in generated ``code`` (see ``_DERIVED``)."""
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            i = id(c)
+            ref = _DERIVED.get(i)
+            if ref is None or ref() is not c:
+                _DERIVED[i] = weakref.ref(c, _forget_derived(i))
+            mark_derived(c)
+
+
+def _derived(code: types.CodeType) -> bool:
+    ref = _DERIVED.get(id(code))
+    return ref is not None and ref() is code
 
 
 def register_generated(
@@ -51,7 +121,9 @@ def register_generated(
     located input (see ``anf``)."""
     kept = _renamed_temporaries(copy.deepcopy(tree))
     locate(kept, kept.lineno)
-    _GENERATED[code] = (kept, filename, helpers)
+    i, h = id(code), hash(code)
+    _GENERATED[i] = (weakref.ref(code, _unregister(i, h)), (kept, filename, helpers))
+    _GENERATED_BY_HASH[h] = (*_GENERATED_BY_HASH.get(h, ()), i)
 
 
 _TEMPORARY = re.compile(r"_ad_(t|nl|ft)\d+")
@@ -70,7 +142,7 @@ def _renamed_temporaries(tree: ast.FunctionDef) -> ast.FunctionDef:
 
 def constant_freevars(code: types.CodeType) -> frozenset[str]:
     """The free variables of generated code that are runtime helpers, not user data."""
-    entry = _GENERATED.get(code)
+    entry = _generated(code)
     return entry[2] if entry is not None else frozenset()
 
 
@@ -179,24 +251,67 @@ def _fingerprint(code: types.CodeType) -> tuple:
 def get_source(fn: types.FunctionType) -> FunctionSource:
     """Parse the definition of ``fn``; raises NoSourceError when there is none."""
     code = fn.__code__
-    generated = _GENERATED.get(code)
+    generated = _generated(code)
     if generated is not None:
         kept, kept_file, _helpers = generated
         return FunctionSource(copy.deepcopy(kept), kept_file, kept.name)
     filename = code.co_filename
     lines = linecache.getlines(filename, fn.__globals__)
+    from_history = False
     if not lines and filename == "<stdin>":
-        lines = _history_lines(code)
+        lines = _history_lines(code)  # checked against ``code`` already
+        from_history = True
     if not lines:
         raise _no_source(code, "its source is not available")
+    try:
+        return _source_in(lines, fn, not (from_history or _derived(code)))
+    except _Mismatch:
+        pass
+    # The lines linecache kept are not this code's: a module reloaded from a file
+    # edited since they were read. Read the file again (entries of notebook cells
+    # and of ``__loader__``s are kept as they are).
+    linecache.checkcache(filename)
+    fresh = linecache.getlines(filename, fn.__globals__)
+    if fresh and fresh != lines:
+        try:
+            return _source_in(fresh, fn, True)
+        except _Mismatch:
+            pass
+    raise _changed(code)
+
+
+class _Mismatch(Exception):
+    """The definition found in the source does not compile to the code run."""
+
+
+def _changed(code: types.CodeType) -> NoSourceError:
+    where = f"{code.co_filename}:{code.co_firstlineno}"
+    return NoSourceError(
+        f"cannot differentiate {code.co_name} ({where}): its source in {code.co_filename} "
+        "is not the code Python is running. The file was edited after the function was "
+        "compiled (a module changed on disk and not reloaded, or a function kept from "
+        "before a reload), and ad never differentiates source that Python does not run.\n"
+        "To fix: reload the module (importlib.reload(module), or IPython's %autoreload) "
+        "and take the function from it again, or restart the interpreter; or undo the edit."
+    )
+
+
+def _source_in(lines: list[str], fn: types.FunctionType, check: bool) -> FunctionSource:
+    """``fn``'s definition in ``lines``; with ``check``, raises ``_Mismatch`` unless it
+    compiles to ``fn.__code__`` (``_belongs``)."""
+    code = fn.__code__
+    filename = code.co_filename
     block = _bounded_block(lines, code)
     parsed = _parse_block(block, code) if block is not None else None
+    whole_file = False
     if parsed is None:
         try:
             block = inspect.getblock(lines[code.co_firstlineno - 1 :])
         except (IndexError, SyntaxError) as e:
             block = None
             if code.co_name != "<lambda>":
+                if check:
+                    raise _Mismatch from e  # perhaps other lines than the code's
                 raise _no_source(code, f"its source could not be read ({e})") from e
         parsed = _parse_block(block, code) if block is not None else None
         if parsed is None and code.co_name == "<lambda>":
@@ -204,12 +319,17 @@ def get_source(fn: types.FunctionType) -> FunctionSource:
             # ``if`` line, a decorator), which no piece of the file parses as
             # alone: find it in the whole file, parsed once.
             parsed = _parse_file(filename, lines)
+            whole_file = True
         if parsed is None:
+            if check:
+                raise _Mismatch
             raise _no_source(code, "its source could not be parsed on its own")
     tree, dedent, extra = parsed
     if code.co_name == "<lambda>":
         node = _find_lambda(tree, code, dedent, extra)
-        if parsed is _FILE[2]:
+        if check and not _belongs(lines, fn):
+            raise _Mismatch
+        if whole_file:
             node = copy.deepcopy(node)  # the cached file's tree stays as parsed
         # Located like the lambda: the only new nodes are these two.
         where: dict[str, Any] = {
@@ -231,6 +351,8 @@ def get_source(fn: types.FunctionType) -> FunctionSource:
         return FunctionSource(fdef, filename, "<lambda>")
     found = _find_def(tree, code)
     if found is not None:
+        if check and not _belongs(lines, fn):
+            raise _Mismatch
         if isinstance(found, ast.AsyncFunctionDef):
             from ..errors import UnsupportedSyntaxError
 
@@ -242,7 +364,119 @@ def get_source(fn: types.FunctionType) -> FunctionSource:
             )
         found.decorator_list = []
         return FunctionSource(found, filename, found.name)
+    if check:
+        raise _Mismatch
     raise _no_source(code, "its definition was not found in the source")
+
+
+# --- does the source found belong to the code run? ------------------------------
+
+#: The compiler flags of ``from __future__ import ...``, as ``co_flags`` keeps them.
+_FUTURE_FLAGS = 0
+for _feature in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
+del _feature
+
+
+def _belongs(lines: list[str], fn: types.FunctionType) -> bool:
+    """Whether ``lines`` (the source file, as linecache has it) is the source of
+    ``fn.__code__``: compiled whole, as Python compiles a module, it has a code
+    object of the same name and first line with the same bytecode, names,
+    constants and positions. A module whose syntax tree an import hook rewrote
+    (pytest's assertions) only has to keep the source's names and constants.
+    Source that does not compile alone (a fragment, a notebook cell with
+    top-level ``await``) is given the benefit of the doubt, as before this check."""
+    code = fn.__code__
+    found = _compiled_file(code.co_filename, lines, code.co_flags & _FUTURE_FLAGS)
+    if found is None:
+        return True
+    candidates = found.get((code.co_name, code.co_firstlineno), ())
+    if not candidates:
+        return False
+    mine = _shape(code)
+    if any(_shape(c) == mine for c in candidates):
+        return True
+    if _plain_loader(fn.__globals__):
+        return False
+    own = _leaves(code)
+    return any(_leaves(c) <= own for c in candidates)
+
+
+#: The last file compiled by ``_belongs``: ``(filename, lines, flags, codes)``,
+#: published whole (one assignment of a tuple).
+_COMPILED: list = [(None, None, 0, None)]
+
+
+def _compiled_file(filename: str, lines: list[str], flags: int) -> dict | None:
+    """Every code object compiled from ``lines``, by ``(name, first line)``; None
+    when they do not compile as a module."""
+    last_name, last_lines, last_flags, codes = _COMPILED[0]
+    if last_name == filename and last_lines is lines and last_flags == flags:
+        return codes
+    try:
+        module = compile("".join(lines), filename, "exec", flags=flags, dont_inherit=True)
+    except (SyntaxError, ValueError, OverflowError, RecursionError):
+        codes = None
+    else:
+        codes = {}
+        todo = [module]
+        while todo:
+            c = todo.pop()
+            for k in c.co_consts:
+                if isinstance(k, types.CodeType):
+                    codes.setdefault((k.co_name, k.co_firstlineno), []).append(k)
+                    todo.append(k)
+    _COMPILED[0] = (filename, lines, flags, codes)
+    return codes
+
+
+def _shape(code: types.CodeType) -> tuple:
+    """``code``'s bytecode, names, constants and positions, with the code nested in it."""
+    consts = tuple(
+        _shape(c) if isinstance(c, types.CodeType) else (type(c), repr(c)) for c in code.co_consts
+    )
+    if hasattr(code, "co_positions"):
+        where: tuple = tuple(code.co_positions())
+    else:
+        where = tuple(code.co_lines())
+    return (
+        code.co_name,
+        code.co_firstlineno,
+        code.co_code,
+        code.co_names,
+        code.co_varnames,
+        code.co_freevars,
+        code.co_cellvars,
+        code.co_argcount,
+        code.co_posonlyargcount,
+        code.co_kwonlyargcount,
+        consts,
+        where,
+    )
+
+
+def _leaves(code: types.CodeType) -> set:
+    """The names and the constants (other than code) of ``code`` and the code in it."""
+    out: set = set(code.co_names) | set(code.co_varnames) | set(code.co_cellvars)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            out |= _leaves(c)
+        else:
+            out.add((type(c), repr(c)))
+    return out
+
+
+def _plain_loader(globals_: dict) -> bool:
+    """Whether the module was compiled from its source as it is (no import hook
+    that rewrites syntax trees): the standard loaders, or none (a notebook cell)."""
+    loader = globals_.get("__loader__")
+    if loader is None or "__file__" not in globals_:
+        return True
+    return type(loader).__module__ in (
+        "importlib._bootstrap_external",
+        "_frozen_importlib_external",
+        "importlib.machinery",
+    )
 
 
 #: ``type_params=[]`` where ``ast.FunctionDef`` has the field (3.12+).
@@ -250,22 +484,24 @@ _NO_TYPE_PARAMS: dict[str, Any] = (
     {"type_params": []} if hasattr(ast.FunctionDef, "type_params") else {}
 )
 
-#: The last file parsed whole (``_parse_file``): its name, its lines, its tree.
-_FILE: list = [None, None, None]
+#: The last file parsed whole (``_parse_file``): its name, its lines, its tree,
+#: published whole (one assignment of a tuple: threads never see a mix).
+_FILE: list = [(None, None, None)]
 
 
 def _parse_file(filename: str, lines: list[str]) -> tuple[ast.Module, int, int] | None:
     """The whole file, parsed (columns as in the file: nothing dedented or
     prepended); None when it does not parse. The last one is kept: a file's
     lambdas in headers are usually transformed one after another."""
-    if _FILE[0] == filename and _FILE[1] is lines:
-        return _FILE[2]
+    last_name, last_lines, last_parsed = _FILE[0]
+    if last_name == filename and last_lines is lines:
+        return last_parsed
     try:
         tree = ast.parse("".join(lines))
     except (SyntaxError, ValueError):
         return None
     parsed = (tree, 0, 0)
-    _FILE[:] = [filename, lines, parsed]
+    _FILE[0] = (filename, lines, parsed)
     return parsed
 
 
@@ -354,7 +590,7 @@ def _find_def(tree: ast.AST, code: types.CodeType) -> ast.FunctionDef | ast.Asyn
     """The ``def`` that compiled to ``code``: the one of its name that starts on its
     first line (its first decorator's line, if any), never merely the first one of
     that name (a function redefined, or nested functions of the same name)."""
-    top = getattr(tree, "body", [None])[0]  # the block parsed is the def's, usually
+    top = (getattr(tree, "body", None) or [None])[0]  # the block parsed is the def's, usually
     if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) and _starts(top, code):
         return top
     named = [
