@@ -186,7 +186,7 @@ def _history_lines(code: types.CodeType) -> list[str]:
     total = readline.get_current_history_length()
     if total <= 0:
         return []
-    wanted = _fingerprint(code)
+    wanted = _shape(code)
     lo = max(1, total - _HISTORY_DEPTH)
     # The statement's last line: its code's (3.11+), or up to a few more where only
     # line starts are recorded (3.10: a closing bracket on a line of its own).
@@ -204,7 +204,7 @@ def _history_lines(code: types.CodeType) -> list[str]:
                 compiled = compile("".join(lines) + "\n", "<stdin>", "single", dont_inherit=True)
             except (SyntaxError, ValueError, OverflowError):
                 continue
-            if any(_fingerprint(c) == wanted for c in _codes(compiled)):
+            if any(_shape(c) == wanted for c in _codes(compiled)):
                 return lines
     return []
 
@@ -225,27 +225,6 @@ def _codes(code: types.CodeType) -> list[types.CodeType]:
         if isinstance(c, types.CodeType):
             out.extend(_codes(c))
     return out
-
-
-def _fingerprint(code: types.CodeType) -> tuple:
-    """What identifies a compiled function's source: bytecode, names, arguments,
-    constants (nested code by its own fingerprint) and, where kept, positions."""
-    consts = tuple(_fingerprint(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
-    where = tuple(code.co_positions()) if hasattr(code, "co_positions") else code.co_lnotab
-    return (
-        code.co_name,
-        code.co_firstlineno,
-        code.co_code,
-        code.co_names,
-        code.co_varnames,
-        code.co_freevars,
-        code.co_cellvars,
-        code.co_argcount,
-        code.co_posonlyargcount,
-        code.co_kwonlyargcount,
-        repr(consts),
-        where,
-    )
 
 
 def get_source(fn: types.FunctionType) -> FunctionSource:
@@ -431,7 +410,8 @@ def _compiled_file(filename: str, lines: list[str], flags: int) -> dict | None:
 
 
 def _shape(code: types.CodeType) -> tuple:
-    """``code``'s bytecode, names, constants and positions, with the code nested in it."""
+    """``code``'s bytecode, names, arguments, constants and positions, with the code
+    nested in it: what identifies the source a function was compiled from."""
     consts = tuple(
         _shape(c) if isinstance(c, types.CodeType) else (type(c), repr(c)) for c in code.co_consts
     )
