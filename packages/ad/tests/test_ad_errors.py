@@ -196,3 +196,17 @@ def test_in_place_update_of_a_shared_array_is_a_clear_error():
         return np.sum(acc)
 
     assert ad.gradient(fine, 2.0, 3.0) == (9.0, 6.0)
+
+
+def test_a_seed_of_the_wrong_shape_is_named_as_the_callers_not_a_rules():
+    def doubled(x):
+        return x * 2.0
+
+    _, back = ad.pullback(doubled, np.ones(3))
+    with pytest.raises(
+        ad.CotangentShapeError,
+        match=r"(?s)pullback\(doubled, \.\.\.\): the seed .* shape \(2,\).* shape \(3,\).*ones_like",
+    ):
+        back(np.ones(2))
+    assert back(np.ones(3))[0].tolist() == [2.0, 2.0, 2.0]
+    assert back(2.0)[0].tolist() == [4.0, 4.0, 4.0]  # a number still broadcasts

@@ -14,6 +14,7 @@ from rulescore import (
     NoTangent,
     NotImplementedTangentError,
     RuleConfig,
+    RuleDefinitionError,
     Tangent,
     Thunk,
     ZeroTangent,
@@ -231,3 +232,24 @@ def test_via_ad_without_mode_is_a_clear_error():
         rrule_via_ad(Neither(), abs, 1.0)
     with pytest.raises(ConfigModeError, match="Neither has no forward mode"):
         frule_via_ad(Neither(), (None, 1.0), abs, 1.0)
+
+
+def test_scalar_rule_partials_of_the_wrong_arity_are_refused_at_registration():
+    def two(x, y):
+        return x * y
+
+    def one(x):
+        return x * x
+
+    def optional(x, scale=1.0):
+        return x * scale
+
+    with pytest.raises(RuleDefinitionError, match=r"(?s)scalar_rule\(two, .*get 3.*\(x, y, Ω\)"):
+        scalar_rule(two, lambda x, Ω: (1.0, 1.0))
+    with pytest.raises(RuleDefinitionError, match=r"(?s)scalar_rule\(one, .*get 2.*\(x, Ω\)"):
+        scalar_rule(one, lambda x, y, Ω: (2 * x,))
+    with pytest.raises(RuleDefinitionError, match=r"scalar_rule\(optional, .*called with 2"):
+        scalar_rule(optional, lambda x, Ω: (1.0,))  # optional(x, 2.0) would give it 3
+    # partials that take what f passes, or anything, register
+    scalar_rule(optional, lambda x, scale=1.0, Ω=None: (scale, x))
+    scalar_rule(two, lambda *a: (a[1], a[0]))

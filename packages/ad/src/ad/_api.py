@@ -25,7 +25,7 @@ from ._params import Params, params_pullback, params_withgradient
 from ._runtime import ONCE, _handoff, _token, call_function, rcall, rcall_kw
 from ._state import scope as state_scope
 from ._tracebacks import entry_point, hide_internals
-from .errors import NonScalarOutputError
+from .errors import CotangentShapeError, NonScalarOutputError
 
 __all__ = ["code_adjoint", "gradient", "pullback", "user_results", "withgradient"]
 
@@ -257,6 +257,7 @@ def pullback(f: Callable, /, *args: Any, **kwargs: Any) -> tuple[Any, Callable]:
     @entry_point
     def back(ȳ: Any) -> tuple:
         try:
+            _check_seed(ȳ, y, f)
             return user_results(pb(from_user(ȳ)), args, ȳ)
         except Exception as e:
             if hide_internals(e):  # Python 3.10: see ad._tracebacks
@@ -264,6 +265,22 @@ def pullback(f: Callable, /, *args: Any, **kwargs: Any) -> tuple[Any, Callable]:
             raise
 
     return y, back
+
+
+def _check_seed(ȳ: Any, y: Any, f: Callable) -> None:
+    """Refuse a seed shaped unlike the output it is the cotangent of (an array
+    output's seed: an array, or a number broadcast to it, of the output's shape)."""
+    np = sys.modules.get("numpy")
+    if np is None or type(y) is not np.ndarray or not isinstance(ȳ, np.ndarray):
+        return
+    if ȳ.shape != y.shape:
+        fname = getattr(f, "__name__", repr(f))
+        raise CotangentShapeError(
+            f"pullback({fname}, ...): the seed passed to its back function has shape "
+            f"{ȳ.shape}, but {fname}'s output has shape {y.shape}; the seed is the "
+            "cotangent of the output and must be shaped like it.\n"
+            "To fix: pass an array of the output's shape (e.g. np.ones_like(y))."
+        )
 
 
 def _pullback(f: Callable, *args: Any) -> tuple[Any, Callable]:

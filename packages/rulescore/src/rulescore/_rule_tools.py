@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 import types
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from ._rules import frule, non_differentiable, rrule
 from ._tangent import Tangent
 from ._thunks import unthunk
 from ._zeros import AbstractZero, NoTangent, ZeroTangent
-from .errors import CotangentError, NotImplementedTangentError
+from .errors import CotangentError, NotImplementedTangentError, RuleDefinitionError
 
 __all__ = [
     "NotImplementedTangent",
@@ -67,6 +68,47 @@ def _output_cotangents(ȳ: Any, m: int, f: Any) -> tuple:
     return tuple(unthunk(v) for v in ȳ)
 
 
+def _positional_counts(fn: Any) -> tuple[int, int | None] | None:
+    """How many positional arguments ``fn`` takes: (least, most; None: any), or None
+    where its signature is unknown (a builtin without one)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = sum(p.kind in positional and p.default is p.empty for p in params)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return required, None
+    return required, sum(p.kind in positional for p in params)
+
+
+def _argument_names(f: Any, n: int) -> str:
+    """``f``'s first ``n`` positional parameter names, as a call would list them."""
+    try:
+        names = [p.name for p in inspect.signature(f).parameters.values()][:n]
+    except (TypeError, ValueError):
+        names = []
+    return ", ".join(names if len(names) == n else [f"x{i + 1}" for i in range(n)])
+
+
+def _check_partials_arity(f: Any, partials: Any, name: str) -> None:
+    """Refuse, at registration, partials that cannot take ``(*args, Ω)`` for the
+    calls ``f`` accepts (they would fail only when first used)."""
+    takes, gets = _positional_counts(partials), _positional_counts(f)
+    if takes is None or gets is None:
+        return
+    lo, hi = takes
+    for n in {gets[0], gets[1]} - {None}:
+        if n + 1 < lo or (hi is not None and n + 1 > hi):  # type: ignore[operator]
+            raise RuleDefinitionError(
+                f"scalar_rule({name}, ...): the partials take {lo if lo == hi else f'{lo} to {hi}'} "
+                f"positional argument(s), but {name} is called with {n}, so they get {n + 1} "
+                f"(the arguments, then the output Ω).\n"
+                f"To fix: define them as ({_argument_names(f, n)}, Ω) returning one partial "
+                "per argument."
+            )
+
+
 def scalar_rule(f: Any, partials: Callable | None = None, types: tuple | None = None) -> Any:
     """Define ``rrule`` and ``frule`` for a scalar function from its partials.
 
@@ -100,6 +142,7 @@ def scalar_rule(f: Any, partials: Callable | None = None, types: tuple | None = 
     if not callable(partials):
         raise TypeError(f"scalar_rule: partials {partials!r} is not callable")
     name = getattr(f, "__name__", "f")
+    _check_partials_arity(f, partials, name)
 
     def scalar_rrule(*args: Any) -> Any:
         Ω = f(*args)
