@@ -23,6 +23,7 @@ from ._cotangents import from_user
 from ._fused import NOVALUE
 from ._params import Params, params_pullback, params_withgradient
 from ._runtime import ONCE, _handoff, _token, call_function, rcall, rcall_kw
+from ._state import deep
 from ._state import scope as state_scope
 from ._tracebacks import entry_point, hide_internals
 from .errors import CotangentShapeError, NonScalarOutputError
@@ -53,7 +54,7 @@ def _top_call(
     f: Callable, args: tuple, novalue: bool = False, kwargs: dict | None = None
 ) -> tuple[Any, Callable]:
     """``f(*args, **kwargs)`` and its pullback: one differentiation's forward pass."""
-    with state_scope():
+    with state_scope(), deep():
         return _unscoped_top_call(f, args, novalue, kwargs)
 
 
@@ -258,7 +259,8 @@ def pullback(f: Callable, /, *args: Any, **kwargs: Any) -> tuple[Any, Callable]:
     def back(ȳ: Any) -> tuple:
         try:
             _check_seed(ȳ, y, f)
-            return user_results(pb(from_user(ȳ)), args, ȳ)
+            with deep():
+                return user_results(pb(from_user(ȳ)), args, ȳ)
         except Exception as e:
             if hide_internals(e):  # Python 3.10: see ad._tracebacks
                 raise e
@@ -431,7 +433,8 @@ def _call_once(pb: Callable, seed: Any) -> Any:
     may then free its tape as it goes (see ``_runtime.claim``)."""
     ONCE.expect = pb
     try:
-        return pb(seed)
+        with deep():
+            return pb(seed)
     finally:
         ONCE.expect = None
 

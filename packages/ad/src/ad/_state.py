@@ -145,6 +145,34 @@ def current(forward: bool = False) -> Pass | None:
     return stack[-1]
 
 
+#: Python frames a differentiated call level takes, at most (the transformed function,
+#: the dispatch, a rule or the adjoint): the factor ``deep`` raises the limit by.
+FRAMES_PER_LEVEL = 4
+_DEEP_LOCK = threading.Lock()
+_DEEP = [0, 0]  # differentiations in progress (all threads), the limit they raised from
+
+
+@contextlib.contextmanager
+def deep() -> Iterator[None]:
+    """Python's recursion limit raised for the time a differentiation runs, so that
+    recursive code differentiates as deep as Python runs it plainly: each level of
+    the user's recursion costs up to ``FRAMES_PER_LEVEL`` frames under ad. The
+    first differentiation to start (in any thread) raises it, the last to end puts
+    it back, unless the program changed it meanwhile."""
+    with _DEEP_LOCK:
+        if _DEEP[0] == 0:
+            _DEEP[1] = sys.getrecursionlimit()
+            sys.setrecursionlimit(_DEEP[1] * FRAMES_PER_LEVEL)
+        _DEEP[0] += 1
+    try:
+        yield
+    finally:
+        with _DEEP_LOCK:
+            _DEEP[0] -= 1
+            if _DEEP[0] == 0 and sys.getrecursionlimit() == _DEEP[1] * FRAMES_PER_LEVEL:
+                sys.setrecursionlimit(_DEEP[1])
+
+
 @contextlib.contextmanager
 def scope(forward: bool = False) -> Iterator[Pass]:
     """One differentiation's pass (nested ones get their own)."""
