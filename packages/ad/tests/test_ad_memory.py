@@ -4,7 +4,8 @@ Functions made by the thousand (notebook cells, ``exec``, code generators) and
 classes made per call (``dataclasses.make_dataclass``) are differentiated and
 dropped: their functions, code objects, closures and classes must go (weak
 keys), or at most a bounded number of the latest stay (bounded dispatch caches).
-``AD_MEMORY_FUNCTIONS=N`` sets how many functions (``tox -e stress``: 10000)."""
+``AD_MEMORY_FUNCTIONS=N`` sets how many functions (``tox -e stress``: 10000), and
+``AD_MEMORY_CLOSURES`` how many fresh closures (2000; ``tox -e stress``: 100000)."""
 
 import dataclasses
 import gc
@@ -20,6 +21,7 @@ import ad
 
 N_FUNCTIONS = int(os.environ.get("AD_MEMORY_FUNCTIONS", "900"))
 N_CLASSES = int(os.environ.get("AD_MEMORY_CLASSES", "10000"))
+N_CLOSURES = int(os.environ.get("AD_MEMORY_CLOSURES", "2000"))
 #: The most classes the bounded dispatch caches may hold at once (see
 #: ``ad._runtime._DISPATCH_BOUND``, ``rulescore._dispatch._CACHE_BOUND``, ``Tangent``).
 BOUND = 1024
@@ -113,14 +115,15 @@ def test_a_fresh_closure_per_call_stays_flat():
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        for k in range(2000):
+        for k in range(N_CLOSURES):
             (g,) = ad.gradient(make(float(k)), 1.0)
             assert g == float(k)
         gc.collect()
         after = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
-    assert (after - before) / 2000 < 50, f"{(after - before) / 2000:.0f} bytes per closure"
+    per = (after - before) / N_CLOSURES
+    assert per < 50, f"{per:.0f} bytes per closure"
 
 
 def test_a_captured_array_does_not_outlive_its_function():
