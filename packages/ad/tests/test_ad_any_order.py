@@ -78,6 +78,21 @@ def test_third_derivative_of_a_float_in_all_eight_orders(modes):
     assert got == pytest.approx((g[0] - 2 * g[1] + g[2]) / e**2, rel=1e-5)
 
 
+def h_math(x):  # the math module's functions (scalar_rule rules), not numpy's
+    return math.sin(x) * x**3 + math.exp(0.5 * x) - math.log(x)
+
+
+def h_math_d3(x):
+    return h_scalar_d3(x) + 0.125 * math.exp(0.5 * x) - 2.0 / x**3
+
+
+@pytest.mark.parametrize("modes", TRIPLES)
+def test_third_derivative_through_scalar_rules_in_all_eight_orders(modes):
+    # forward over forward over forward differentiates scalar_rule's frule body,
+    # which wrote into a list (MutationError)
+    assert third(modes, h_math, 0.7, 1.0, 1.0, 1.0) == pytest.approx(h_math_d3(0.7), rel=1e-12)
+
+
 @pytest.mark.parametrize("modes", TRIPLES)
 def test_third_derivative_of_a_power(modes):
     assert third(modes, lambda c: c**5, 2.0, 1.0, 1.0, 1.0) == pytest.approx(240.0)

@@ -68,6 +68,16 @@ def _output_cotangents(ȳ: Any, m: int, f: Any) -> tuple:
     return tuple(unthunk(v) for v in ȳ)
 
 
+def _row_times(row: Any, ẋs: tuple) -> Any:
+    """``Σ ∂ᵢ · ẋᵢ`` over one row of partials, zeros skipped."""
+    acc: Any = ZeroTangent()
+    for p, ẋ in zip(row, ẋs):
+        ẋ = unthunk(ẋ)
+        if not isinstance(ẋ, AbstractZero):
+            acc = acc + p * ẋ
+    return acc
+
+
 def _positional_counts(fn: Any) -> tuple[int, int | None] | None:
     """How many positional arguments ``fn`` takes: (least, most; None: any), or None
     where its signature is unknown (a builtin without one)."""
@@ -186,14 +196,9 @@ def scalar_rule(f: Any, partials: Callable | None = None, types: tuple | None = 
         Ω = f(*args)
         multi = type(Ω) is tuple
         rows = _as_rows(partials(*args, Ω), n, multi, f)
-        outs = []
-        for row in rows:
-            acc: Any = ZeroTangent()
-            for p, ẋ in zip(row, ẋs):
-                ẋ = unthunk(ẋ)
-                if not isinstance(ẋ, AbstractZero):
-                    acc = acc + p * ẋ
-            outs.append(acc)
+        # built without writes in place: an AD differentiates this body again at
+        # third order (forward over forward over forward)
+        outs = [_row_times(row, ẋs) for row in rows]
         if multi:
             return Ω, Tangent[tuple](*outs)
         return Ω, outs[0]
