@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ad_testing import fd_gradient
 
 import ad
 from rulescore import Tangent
@@ -115,24 +116,9 @@ def test_gradients_are_independent_of_each_other_and_of_the_inputs():
     assert d == before
 
 
-def _fd_list(f, xs, h=1e-6):
-    out = []
-    for i, v in enumerate(xs):
-        if isinstance(v, float):
-            up, down = list(xs), list(xs)
-            up[i], down[i] = v + h, v - h
-            out.append((f(up) - f(down)) / (2 * h))
-        else:
-            g = np.zeros_like(v)
-            for j in np.ndindex(v.shape):
-                vp, vm = v.copy(), v.copy()
-                vp[j] += h
-                vm[j] -= h
-                up, down = list(xs), list(xs)
-                up[i], down[i] = vp, vm
-                g[j] = (f(up) - f(down)) / (2 * h)
-            out.append(g)
-    return out
+def _fd_list(f, xs):
+    """Central differences of ``f`` in each entry of the list ``xs``."""
+    return list(fd_gradient(lambda *entries: f(list(entries)), *xs))
 
 
 def indexed_loop(xs):

@@ -136,10 +136,10 @@ def dispatch(f: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict | 
                     args2, kwargs2, names = moved
                     ts2 = (*ts, *(kw_ts.get(k, _Z) if k else _Z for k in names))
                     return dispatch(f, ts2, args2, kwargs2, {k: kw_ts[k] for k in kwargs2})
-            if getattr(rule.impl, "keyword_tangents", False):
-                # the rule takes the keywords' tangents itself (before its own arguments),
-                # as an rrule marked keyword_cotangents gives their cotangents
-                return rule.impl(CONFIG, kw_ts or {}, *ts, *args, **kw)
+            if kw_ts and getattr(rule.impl, "keyword_tangents", False):
+                # the rule takes the keywords' tangents itself (a dict before its own
+                # arguments), as an rrule marked keyword_cotangents gives cotangents
+                return rule.impl(CONFIG, kw_ts, *ts, *args, **kw)
             if rule.takes_config:
                 out = rule.impl(CONFIG, *ts, *args, **kw)
             else:

@@ -130,11 +130,15 @@ def _merge_dicts_frule(config: Any, ḟ: Any, *args: Any) -> Any:
     return y, Tangent[dict]._from_backing(b) if b else _Z
 
 
-def _dict_frule(config: Any, kw_ts: dict, *args: Any, **kwargs: Any) -> Any:
+def _dict_frule(config: Any, ḟ: Any, *args: Any, **kwargs: Any) -> Any:
     """``dict(source, **kwargs)``: each value's tangent from where the value came from,
-    a keyword's from ``kw_ts`` (see ``keyword_tangents``); ``args`` is ``(ḟ, ṡource,
-    source)`` or ``(ḟ,)``."""
-    ts, (source,) = _halves(args[1:]) if len(args) > 1 else ((_Z,), ({},))
+    a keyword's from the dict of keyword tangents that a call with keywords passes
+    before ``ḟ`` (see ``keyword_tangents``; ``dict``'s own tangent is never a dict).
+    ``args`` is ``(ṡource, source)`` or empty."""
+    kw_ts: dict = {}
+    if type(ḟ) is dict:
+        kw_ts, ḟ, args = ḟ, args[0], args[1:]
+    ts, (source,) = _halves(args) if args else ((_Z,), ({},))
     mapping, items = _rules_containers.dict_items(source)
     b: dict = {}
     if mapping:

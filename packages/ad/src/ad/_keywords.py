@@ -57,6 +57,8 @@ def keywords_as_positions(f: Any, args: tuple, kwargs: dict) -> tuple | None:
     """``(args2, kwargs2, names)``: the call ``f(*args, **kwargs)`` with each keyword
     that may carry a derivative passed by position, or ``None`` when none can move.
     ``names`` names the keyword at each added position (``None``: a default)."""
+    if not any(maybe_differentiable(v) for v in kwargs.values()):
+        return None  # the usual keyword call (axis=0, dtype=...): nothing to move
     params = _positional_params(f)
     if params is None:
         return None
