@@ -54,7 +54,7 @@ def _top_call(
     f: Callable, args: tuple, novalue: bool = False, kwargs: dict | None = None
 ) -> tuple[Any, Callable]:
     """``f(*args, **kwargs)`` and its pullback: one differentiation's forward pass."""
-    with state_scope(), deep():
+    with state_scope():
         return _unscoped_top_call(f, args, novalue, kwargs)
 
 
@@ -249,7 +249,8 @@ def pullback(f: Callable, /, *args: Any, **kwargs: Any) -> tuple[Any, Callable]:
     try:
         if len(args) == 1 and isinstance(args[0], Params):  # implicit parameters
             return params_pullback(bind_keywords(f, kwargs), args[0])
-        y, pb = _top_call(f, args, kwargs=kwargs)
+        with deep:
+            y, pb = _top_call(f, args, kwargs=kwargs)
     except Exception as e:
         if hide_internals(e):  # Python 3.10: see ad._tracebacks
             raise e
@@ -259,7 +260,7 @@ def pullback(f: Callable, /, *args: Any, **kwargs: Any) -> tuple[Any, Callable]:
     def back(ȳ: Any) -> tuple:
         try:
             _check_seed(ȳ, y, f)
-            with deep():
+            with deep:
                 return user_results(pb(from_user(ȳ)), args, ȳ)
         except Exception as e:
             if hide_internals(e):  # Python 3.10: see ad._tracebacks
@@ -406,6 +407,13 @@ def _withgradient(
     f: Callable, args: tuple, novalue: bool = False, kwargs: dict | None = None
 ) -> WithGradient:
     """``withgradient``; with ``novalue`` (``gradient``), ``val`` may be ``NOVALUE``."""
+    with deep:  # the forward and the backward pass
+        return _withgradient_deep(f, args, novalue, kwargs)
+
+
+def _withgradient_deep(
+    f: Callable, args: tuple, novalue: bool, kwargs: dict | None
+) -> WithGradient:
     if len(args) == 1 and isinstance(args[0], Params):  # implicit parameters
         return params_withgradient(bind_keywords(f, kwargs or {}), args[0])
     y, pb = _top_call(f, args, novalue, kwargs)
@@ -433,8 +441,7 @@ def _call_once(pb: Callable, seed: Any) -> Any:
     may then free its tape as it goes (see ``_runtime.claim``)."""
     ONCE.expect = pb
     try:
-        with deep():
-            return pb(seed)
+        return pb(seed)
     finally:
         ONCE.expect = None
 

@@ -80,7 +80,7 @@ def jvp(f: Callable, args: tuple, tangents: tuple, /, **kwargs: Any) -> tuple[An
         ts = tuple(
             _tangent_in(x, ṫ, f"argument {i + 1}") for i, (x, ṫ) in enumerate(zip(args, tangents))
         )
-        with state_scope(forward=True), deep():  # one differentiation (see ad._state)
+        with state_scope(forward=True), deep:  # one differentiation (see ad._state)
             if kwargs:
                 y, ẏ = call_with(f, (_Z, *ts), tuple(args), kwargs, {k: _Z for k in kwargs})
             else:

@@ -152,25 +152,31 @@ _DEEP_LOCK = threading.Lock()
 _DEEP = [0, 0]  # differentiations in progress (all threads), the limit they raised from
 
 
-@contextlib.contextmanager
-def deep() -> Iterator[None]:
+class _Deep:
     """Python's recursion limit raised for the time a differentiation runs, so that
     recursive code differentiates as deep as Python runs it plainly: each level of
     the user's recursion costs up to ``FRAMES_PER_LEVEL`` frames under ad. The
     first differentiation to start (in any thread) raises it, the last to end puts
-    it back, unless the program changed it meanwhile."""
-    with _DEEP_LOCK:
-        if _DEEP[0] == 0:
-            _DEEP[1] = sys.getrecursionlimit()
-            sys.setrecursionlimit(_DEEP[1] * FRAMES_PER_LEVEL)
-        _DEEP[0] += 1
-    try:
-        yield
-    finally:
+    it back, unless the program changed it meanwhile. A plain class (``with deep:``),
+    not a generator: it runs twice a ``gradient``."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        with _DEEP_LOCK:
+            if _DEEP[0] == 0:
+                _DEEP[1] = limit = sys.getrecursionlimit()
+                sys.setrecursionlimit(limit * FRAMES_PER_LEVEL)
+            _DEEP[0] += 1
+
+    def __exit__(self, *exc: object) -> None:
         with _DEEP_LOCK:
             _DEEP[0] -= 1
             if _DEEP[0] == 0 and sys.getrecursionlimit() == _DEEP[1] * FRAMES_PER_LEVEL:
                 sys.setrecursionlimit(_DEEP[1])
+
+
+deep = _Deep()
 
 
 @contextlib.contextmanager
