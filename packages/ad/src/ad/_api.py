@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from rulescore import (
     AbstractZero,
+    DuckArray,
     NotImplementedTangent,
     ProjectTo,
     Tangent,
@@ -305,8 +306,9 @@ def _seed(y: Any, f: Callable) -> Any:
         return seed
     np = sys.modules.get("numpy")
     if isinstance(y, bool) or not isinstance(y, numbers.Real):
-        if np is not None and isinstance(y, np.ndarray) and y.shape == () and y.dtype.kind in "fiu":
-            return np.ones((), dtype=y.dtype if y.dtype.kind == "f" else np.float64)
+        if np is not None and isinstance(y, DuckArray) and y.shape == () and y.dtype.kind in "fiu":
+            # In the output's own library (a dask or CuPy 0-d array stays one).
+            return np.ones_like(y, dtype=y.dtype if y.dtype.kind == "f" else np.float64)
         what = type(y).__name__
         shape = getattr(y, "shape", None)
         if shape is not None:

@@ -17,7 +17,15 @@ import itertools
 import types
 from typing import Any
 
-from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, frule, not_implemented
+from rulescore import (
+    AbstractZero,
+    NoTangent,
+    Tangent,
+    ZeroTangent,
+    frule,
+    is_duck_array,
+    not_implemented,
+)
 from rulescore._thunks import AbstractThunk
 
 from . import _dunders, _plain_calls, _wrappers
@@ -199,17 +207,21 @@ def _dense_tangent(ṫ: Any, x: Any) -> Any:
 
     from rules._numpy_linear import dense
 
-    try:
-        arr = np.asarray(x)
-    except (ValueError, TypeError):  # ragged
-        return None
-    if arr.dtype.kind not in "fciu":
-        return None
+    if any(map(is_duck_array, x)):  # dask or CuPy entries: reading them would compute
+        shape = (len(x), *np.shape(x[0]))
+    else:
+        try:
+            arr = np.asarray(x)
+        except (ValueError, TypeError):  # ragged
+            return None
+        if arr.dtype.kind not in "fciu":
+            return None
+        shape = arr.shape
     try:
         d = dense(ṫ, x)
     except (ValueError, TypeError):
         return None
-    return d if d.shape == arr.shape and d.dtype.kind in "fc" else None
+    return d if d.shape == shape and d.dtype.kind in "fc" else None
 
 
 def _kw_derivative(kw_ts: dict, kwargs: dict) -> bool:

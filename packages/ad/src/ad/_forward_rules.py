@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rules._sequences import dict_getitem_frule, sequence_getitem_frule
-from rulescore import NoTangent, Tangent, ZeroTangent, frule, unthunk
+from rulescore import DuckArray, NoTangent, Tangent, ZeroTangent, frule, unthunk
 
 from . import _forward, _helpers, _rules_containers, _rules_objects
 from ._config import ADConfig
@@ -266,12 +266,12 @@ def _getattr_frule(config: Any, ȯ: Any, obj: Any, name: str, bypass: bool) -> A
     if getattr(value, "__self__", None) is obj and callable(value):
         return value, ȯ  # a bound method: its tangent is its receiver's
     np = sys.modules.get("numpy")
-    if np is not None and isinstance(obj, (np.ndarray, np.generic)):
+    if np is not None and isinstance(obj, (DuckArray, np.generic)):
         out = frule(config, (_Z, ȯ, _NO), getattr, obj, name)
         if out is not None:
             return out
-        if isinstance(obj, np.ndarray):
-            raise TypeError(f"no frule for reading attribute {name!r} of a numpy array")
+        if isinstance(obj, DuckArray):
+            raise TypeError(f"no frule for reading attribute {name!r} of an array")
     ȯ = unthunk(ȯ)
     if isinstance(obj, numbers.Number) and name in ("real", "imag"):
         if is_zero(ȯ):

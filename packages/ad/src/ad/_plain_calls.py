@@ -85,6 +85,10 @@ def _stdlib_dirs() -> tuple[str, ...]:
 
 _STDLIB_DIRS = _stdlib_dirs()
 _STDLIB_NAMES = frozenset(getattr(sys, "stdlib_module_names", ()))
+#: Array libraries whose functions run as library code: numpy's rules serve their
+#: arrays and their own spellings (``rules._array_libraries``); what has no rule
+#: is an error naming it, never a walk through the library's source.
+ARRAY_LIBRARIES = frozenset(["dask", "cupy", "cupyx"])
 _LIBRARY: dict[tuple, bool] = {}
 
 
@@ -92,8 +96,9 @@ def is_library_function(f: Any) -> bool:
     """Whether the Python function ``f`` is library code the AD runs as plain Python:
     a function of the standard library (its module is one of
     ``sys.stdlib_module_names`` and its file is the standard library's, not a
-    same-named module of the user's or a site-packages one), or one of this
-    module's own runners and pullbacks. Cached per code object.
+    same-named module of the user's or a site-packages one), a function of an
+    array library (``ARRAY_LIBRARIES``: dask, CuPy), or one of this module's own
+    runners and pullbacks. Cached per code object.
 
     >>> import logging, json
     >>> is_library_function(logging.Logger.debug), is_library_function(json.dumps)
@@ -119,9 +124,12 @@ def _is_library(f: Any, code: types.CodeType) -> bool:
     if filename == __file__:  # the runners and pullbacks below (second order runs them)
         return True
     mod = getattr(f, "__module__", None)
-    if not isinstance(mod, str) or mod.partition(".")[0] not in _STDLIB_NAMES:
+    if not isinstance(mod, str):
         return False
-    return _in_stdlib(filename)
+    top = mod.partition(".")[0]
+    if top in ARRAY_LIBRARIES:
+        return True
+    return top in _STDLIB_NAMES and _in_stdlib(filename)
 
 
 # --- what carries no derivative -------------------------------------------------------

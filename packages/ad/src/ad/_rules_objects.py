@@ -14,7 +14,15 @@ from typing import Any
 from rules._sequences import dict_getitem_rrule, sequence_getitem_rrule
 from rules._util import getrefcount as _getrefcount
 from rules._util import unbroadcast
-from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unthunk
+from rulescore import (
+    AbstractZero,
+    DuckArray,
+    NoTangent,
+    Tangent,
+    ZeroTangent,
+    rrule,
+    unthunk,
+)
 
 from . import _runtime
 from ._config import ADConfig
@@ -103,9 +111,17 @@ def _descriptor_plan(attr: Any) -> Any:
     return ("data" if data else "nondata", get)
 
 
+def is_duck_array_type(cls: type) -> bool:
+    """Whether ``cls`` is an array class of another library than numpy's (dask, CuPy)."""
+    np = np_module()
+    return issubclass(cls, DuckArray) and (np is None or not issubclass(cls, np.ndarray))
+
+
 def _read_plan(cls: type, name: str, bypass: bool) -> Any:
     if issubclass(cls, Tangent):
         return None  # a tangent's fields are data (its __getattr__ reads its backing)
+    if is_duck_array_type(cls):
+        return None  # a dask or CuPy array: its attributes have rules, as numpy's (getattr)
     if not bypass:
         custom = _python_slot(cls, "__getattribute__")
         if custom is not None:
@@ -272,12 +288,12 @@ def _getattr_rule(config: Any, obj: Any, name: str, bypass: bool) -> Any:
 
         return value, method_pullback
     np = np_module()
-    if np is not None and isinstance(obj, (np.ndarray, np.generic)):
+    if np is not None and isinstance(obj, (DuckArray, np.generic)):
         out = rrule(config, getattr, obj, name)
         if out is not None:
             return out
-        if isinstance(obj, np.ndarray):
-            raise TypeError(f"no rule for reading attribute {name!r} of a numpy array")
+        if isinstance(obj, DuckArray):
+            raise TypeError(f"no rule for reading attribute {name!r} of an array")
     if isinstance(obj, numbers.Number) and name in ("real", "imag"):
         return _number_part(obj, name)
     cls = type(obj)

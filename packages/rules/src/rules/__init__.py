@@ -7,6 +7,7 @@ lists the functions covered.
 from rulescore import register_lazy_rules
 
 from . import (  # noqa: F401  (imported for their registrations)
+    _array_libraries,
     _builtins,
     _cmath,
     _helper_rules,
@@ -55,5 +56,9 @@ register_lazy_rules("scipy.linalg", "rules._scipy_linalg")
 register_lazy_rules("scipy.stats", "rules._scipy_stats")
 register_lazy_rules("scipy.stats", "rules._scipy_stats_more")
 register_lazy_rules("scipy.signal", "rules._scipy_signal")
+# dask and CuPy arrays run numpy's rules; their own spellings (da.sum, x.sum()) get
+# rules that call numpy's when the library is imported.
+register_lazy_rules("dask.array", _array_libraries.register_dask)
+register_lazy_rules("cupy", _array_libraries.register_cupy)
 
 __all__ = ["inventory"]

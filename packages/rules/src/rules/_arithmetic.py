@@ -37,6 +37,7 @@ import numpy as np
 
 from rulescore import (
     AbstractZero,
+    DuckArray,
     NoTangent,
     ProjectTo,
     Thunk,
@@ -47,15 +48,16 @@ from rulescore import (
 )
 
 from ._quiet import quietly
-from ._util import unbroadcast
+from ._util import asarray, unbroadcast
 
 __all__ = [
     "BINARY", "MINUS_ONE", "ONE", "UNARY", "Num", "NumOrList",
     "conj", "is_integer", "pow_dx", "pow_dy", "register_binary", "register_unary",
 ]  # fmt: skip
 
-Num = numbers.Number | np.ndarray | np.generic
-"""Operands the arithmetic rules accept: numbers, numpy scalars and arrays."""
+Num = numbers.Number | np.ndarray | np.generic | DuckArray
+"""Operands the arithmetic rules accept: numbers, numpy scalars and arrays, and
+the arrays of libraries that follow numpy's protocols (dask, CuPy)."""
 NumOrList = Num | list
 """numpy functions also accept (nested) lists as arrays."""
 
@@ -86,17 +88,17 @@ def is_integer(v: Any) -> bool:
         return False
     if t is int or t is bool:
         return True
-    if isinstance(v, (np.ndarray, np.generic)):
+    if isinstance(v, (DuckArray, np.generic)):
         return v.dtype.kind in "iub"
     if isinstance(v, list):
-        return np.asarray(v).dtype.kind in "iub"
+        return asarray(v).dtype.kind in "iub"
     return isinstance(v, numbers.Integral)
 
 
 def _is_complex(v: Any) -> bool:
     if type(v) is complex:
         return True
-    if isinstance(v, (np.ndarray, np.generic)):
+    if isinstance(v, (DuckArray, np.generic)):
         return v.dtype.kind == "c"
     return isinstance(v, numbers.Complex) and not isinstance(v, numbers.Real)
 
@@ -108,14 +110,14 @@ def conj(p: Any) -> Any:
         return p
     if t is complex:
         return p.conjugate()
-    if isinstance(p, (np.ndarray, np.generic)):
-        return np.conj(p) if p.dtype.kind == "c" else p
+    if isinstance(p, (DuckArray, np.generic)):
+        return np.conj(p) if p.dtype.kind == "c" else p  # type: ignore[arg-type]
     return p
 
 
 def _arr(x: Any) -> Any:
     """Operands as numpy computes with them (a nested list is an array)."""
-    return np.asarray(x) if isinstance(x, list) else x
+    return asarray(x) if isinstance(x, list) else x
 
 
 def _cotangent(x: Any, ȳ: Any, p: Any) -> Any:
@@ -197,7 +199,7 @@ def _mod_dy(x: Any, y: Any, Ω: Any) -> Any:
 
 
 def _float_array(v: Any) -> Any:
-    a = np.asarray(v)
+    a = asarray(v)
     return a.astype(np.float64) if a.dtype.kind in "iub" else a
 
 
@@ -206,7 +208,7 @@ def _power_rule(x: Any, y: Any) -> Any:
 
 
 def _power_rule_masked(x: Any, y: Any) -> Any:
-    return np.where(np.asarray(y) == 0, 0, y * x ** (y - 1))
+    return np.where(asarray(y) == 0, 0, y * x ** (y - 1))
 
 
 def _zero_to_negative(x: Any, e: Any) -> bool:
@@ -218,7 +220,7 @@ def _zero_to_negative(x: Any, e: Any) -> bool:
 
 def pow_dx(x: Any, y: Any, Ω: Any = None) -> Any:
     """``∂(x**y)/∂x = y * x**(y-1)``, finite where the power is (see the module doc)."""
-    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+    if isinstance(x, DuckArray) or isinstance(y, DuckArray):
         xa = _float_array(x)
         if type(y) is int or type(y) is float:  # a scalar exponent: the common x**2
             if y == 2:
@@ -248,8 +250,8 @@ def pow_dy(x: Any, y: Any, Ω: Any) -> Any:
     """``∂(x**y)/∂y = Ω * log(x)``; ``NoTangent()`` for an integer exponent."""
     if is_integer(y):
         return _NO
-    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray) or isinstance(Ω, np.ndarray):
-        return quietly(_pow_dy_array, np.asarray(x), Ω)
+    if isinstance(x, DuckArray) or isinstance(y, DuckArray) or isinstance(Ω, DuckArray):
+        return quietly(_pow_dy_array, asarray(x), Ω)
     if _is_complex(x) or _is_complex(Ω):
         return 0 * Ω if x == 0 else Ω * complex(np.log(complex(x)))
     return Ω * math.log(x) if x > 0 else 0 * Ω
@@ -287,7 +289,7 @@ def binary_rules(f: Any, dx: Callable, dy: Callable, name: str) -> tuple[Callabl
         if kwargs:
             _check_kwargs(name, kwargs)
         Ω = f(x, y, **kwargs)
-        lazy = isinstance(Ω, np.ndarray)
+        lazy = isinstance(Ω, DuckArray)
         # Two real arrays of one shape and dtype: no broadcasting, no projection.
         same = (
             lazy
@@ -357,10 +359,10 @@ def _complex_sign(x: Any) -> Any:
 
 def _abs_partial(x: Any, Ω: Any) -> Any:
     """``d|x|`` as a conjugated partial: ``sign(x)`` (0 at 0), or ``conj(z)/|z|`` for complex."""
-    if isinstance(x, (np.ndarray, np.generic)):
+    if isinstance(x, (DuckArray, np.generic)):
         if x.dtype.kind == "c":
             return quietly(_complex_sign, x)
-        return np.sign(x)
+        return np.sign(x)  # type: ignore[arg-type]
     if _is_complex(x):
         a = abs(x)
         return 0j if a == 0 else x.conjugate() / a

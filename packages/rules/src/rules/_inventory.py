@@ -161,6 +161,8 @@ def inventory() -> list[InventoryEntry]:
         mod, name = _module_and_name(f)
         if mod not in _namespaces():
             continue
+        if isinstance(f, types.FunctionType) and id(f) not in _names(mod):
+            continue  # another library's function that names numpy its module (dask's isin)
         aliases = tuple(sorted(n for n in _names(mod).get(id(f), ()) if n != name))
         out.append(
             InventoryEntry(

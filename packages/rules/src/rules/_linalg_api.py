@@ -49,7 +49,7 @@ from ._numpy_products import (
     _tensordot_grad,
 )
 from ._numpy_shape import _involution
-from ._util import project
+from ._util import asarray, project
 
 __all__: list[str] = []
 
@@ -75,8 +75,8 @@ register_linear(la.diagonal, _linalg_diagonal_adjoint, "linalg_diagonal")
 
 def _vecdot_operands(ȳ: Any, a: Any, b: Any, axis: int, keepdims: bool) -> tuple:
     """``a`` and ``b`` with the summed axis last, and ``ȳ`` broadcastable against them."""
-    A, B = np.moveaxis(np.asarray(a), axis, -1), np.moveaxis(np.asarray(b), axis, -1)
-    Y = np.asarray(ȳ)
+    A, B = np.moveaxis(asarray(a), axis, -1), np.moveaxis(asarray(b), axis, -1)
+    Y = asarray(ȳ)
     Y = np.moveaxis(Y, axis, -1) if keepdims else Y[..., None]
     return A, B, Y
 
@@ -95,9 +95,9 @@ def _vecdot_grad(which: int) -> Any:
     def grad(ȳ: Any, a: Any, b: Any, axis: int = -1, keepdims: bool = False) -> np.ndarray:
         A, B, Y = _vecdot_operands(ȳ, a, b, axis, keepdims)
         if which == 0:  # y = Σ conj(a) b is antilinear in a
-            g = sum_to(np.asarray(B * np.conj(Y)), A.shape)
+            g = sum_to(asarray(B * np.conj(Y)), A.shape)
         else:
-            g = sum_to(np.asarray(A * Y), B.shape)
+            g = sum_to(asarray(A * Y), B.shape)
         return np.moveaxis(g, -1, axis)
 
     return grad
@@ -139,7 +139,7 @@ def _singular(r: Any) -> None:
 def cond_rrule(x: Any, *rest: Any, **kw: Any) -> Any:
     """rrule of ``np.linalg.cond``: through the SVD, or through ``norm`` and ``inv``."""
     p = bind(la.cond, (x, *rest), kw)["p"]
-    xa = np.asarray(x)
+    xa = asarray(x)
     r = la.cond(xa, *rest, **kw)
     nots = (_NO,) * len(rest)
 
@@ -148,7 +148,7 @@ def cond_rrule(x: Any, *rest: Any, **kw: Any) -> Any:
         if isinstance(ȳ, AbstractZero):
             return (_NO, _ZERO, *nots)
         _singular(r)
-        ȳ = np.real(np.asarray(ȳ))[..., None]
+        ȳ = np.real(asarray(ȳ))[..., None]
         if p in _SPECTRAL:
             u, w, vh = _cond_svd_weights(xa, p)
             return (_NO, project(x, (u * (w * ȳ)[..., None, :]) @ vh), *nots)
@@ -167,12 +167,12 @@ def _(ḟ: Any, *args: Any, **kw: Any) -> Any:
     n = len(args) // 2
     ẋ, x, rest = unthunk(args[0]), args[n], args[n + 1 :]
     p = bind(la.cond, (x, *rest), kw)["p"]
-    xa = np.asarray(x)
+    xa = asarray(x)
     r = la.cond(xa, *rest, **kw)
     if isinstance(ẋ, AbstractZero):
         return r, _ZERO
     _singular(r)
-    ẋ = np.asarray(ẋ)
+    ẋ = asarray(ẋ)
     if p in _SPECTRAL:
         u, w, vh = _cond_svd_weights(xa, p)
         ṡ = np.real(np.einsum("...ji,...jk,...ik->...i", u.conj(), ẋ, vh.conj()))

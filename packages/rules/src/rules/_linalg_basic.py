@@ -27,7 +27,7 @@ from ._linalg_util import (
     triangle,
     unsupported,
 )
-from ._util import project, unbroadcast
+from ._util import asarray, project, unbroadcast
 
 non_differentiable(np.linalg.matrix_rank)
 
@@ -38,7 +38,7 @@ def _trace_last(x: np.ndarray) -> np.ndarray:
 
 @rrule.register(np.linalg.inv)
 def _(a):
-    a = np.asarray(a)
+    a = asarray(a)
     y = np.linalg.inv(a)
 
     def inv_pullback(ȳ):
@@ -53,10 +53,10 @@ def _(a):
 
 @frule.register(np.linalg.inv)
 def _(ḟ, ȧ, a):
-    y = np.linalg.inv(np.asarray(a))
+    y = np.linalg.inv(asarray(a))
     if is_zero(ȧ):
         return y, ZeroTangent()
-    return y, project(y, -(y @ np.asarray(unthunk(ȧ)) @ y))
+    return y, project(y, -(y @ asarray(unthunk(ȧ)) @ y))
 
 
 def _adjugate(a: np.ndarray) -> np.ndarray:
@@ -80,7 +80,7 @@ def _det_adjugate(a: np.ndarray, d: np.ndarray) -> np.ndarray:
 
 @rrule.register(np.linalg.det)
 def _(a):
-    a = np.asarray(a)
+    a = asarray(a)
     d = np.linalg.det(a)
 
     def det_pullback(ȳ):
@@ -88,7 +88,7 @@ def _(a):
         if is_zero(ȳ):
             return NoTangent(), ȳ
         # ∂det/∂a = adj(a)ᵀ; the conjugate convention gives ā = ȳ adj(a)ᴴ.
-        ȳ = np.asarray(ȳ)
+        ȳ = asarray(ȳ)
         return NoTangent(), project(a, ȳ[..., None, None] * mH(_det_adjugate(a, d)))
 
     return d, det_pullback
@@ -96,11 +96,11 @@ def _(a):
 
 @frule.register(np.linalg.det)
 def _(ḟ, ȧ, a):
-    a = np.asarray(a)
+    a = asarray(a)
     d = np.linalg.det(a)
     if is_zero(ȧ):
         return d, ZeroTangent()
-    return d, project(d, det_tangent(a, d, np.asarray(unthunk(ȧ))))
+    return d, project(d, det_tangent(a, d, asarray(unthunk(ȧ))))
 
 
 def det_tangent(a: np.ndarray, d: np.ndarray, ȧ: np.ndarray) -> np.ndarray:
@@ -128,7 +128,7 @@ def _solve_or_explain(fname: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @rrule.register(np.linalg.slogdet)
 def _(a):
-    a = np.asarray(a)
+    a = asarray(a)
     res = np.linalg.slogdet(a)
     cplx = np.iscomplexobj(res.sign)
 
@@ -140,7 +140,7 @@ def _(a):
         # ā = z a⁻ᴴ with z = l̄ - i Im(conj(s̄) sign) (the sign is constant when real).
         z = np.real(dense(l̄, res.logabsdet)).astype(res.sign.dtype)
         if cplx and not is_zero(s̄):
-            z = z - 1j * np.imag(np.conj(np.asarray(s̄)) * res.sign)
+            z = z - 1j * np.imag(np.conj(asarray(s̄)) * res.sign)
         ainvh = _solve_or_explain("numpy.linalg.slogdet", mH(a), np.eye(a.shape[-1]))
         return NoTangent(), project(a, z[..., None, None] * ainvh)
 
@@ -149,12 +149,12 @@ def _(a):
 
 @frule.register(np.linalg.slogdet)
 def _(ḟ, ȧ, a):
-    a = np.asarray(a)
+    a = asarray(a)
     res = np.linalg.slogdet(a)
     T = Tangent[type(res)]
     if is_zero(ȧ):
         return res, ZeroTangent()
-    ċ = _trace_last(_solve_or_explain("numpy.linalg.slogdet", a, np.asarray(unthunk(ȧ))))
+    ċ = _trace_last(_solve_or_explain("numpy.linalg.slogdet", a, asarray(unthunk(ȧ))))
     l̇ = project(res.logabsdet, np.real(ċ))
     if np.iscomplexobj(res.sign):
         return res, T(sign=project(res.sign, res.sign * 1j * np.imag(ċ)), logabsdet=l̇)
@@ -163,7 +163,7 @@ def _(ḟ, ȧ, a):
 
 @rrule.register(np.linalg.solve)
 def _(a, b):
-    a_, b_ = np.asarray(a), np.asarray(b)
+    a_, b_ = asarray(a), asarray(b)
     lower = triangle(a_, b_)  # a triangular a: O(n²) solves instead of an LU
     x = solve_as(a_, b_, lower)
     vec = b_.ndim == 1  # numpy >= 2: b is a vector only when 1-D
@@ -173,7 +173,7 @@ def _(a, b):
         x̄ = unthunk(x̄)
         if is_zero(x̄):
             return NoTangent(), x̄, x̄
-        x̄m = np.asarray(x̄)[..., None] if vec else np.asarray(x̄)
+        x̄m = asarray(x̄)[..., None] if vec else asarray(x̄)
         b̄m = solve_as(mH(a_), x̄m, flipped(lower))  # a⁻ᴴ x̄
         # Dense even for a triangular a: solve differentiates every entry of a.
         # For a vector b the product is an outer one, exact as a broadcast.
@@ -187,18 +187,18 @@ def _(a, b):
 
 @frule.register(np.linalg.solve)
 def _(ḟ, ȧ, ḃ, a, b):
-    a, b = np.asarray(a), np.asarray(b)
+    a, b = asarray(a), asarray(b)
     lower = triangle(a, b)
     x = solve_as(a, b, lower)
     if is_zero(ȧ) and is_zero(ḃ):
         return x, ZeroTangent()
     vec = b.ndim == 1
     xm = x[..., None] if vec else x
-    rhs = np.zeros_like(xm) if is_zero(ḃ) else np.asarray(unthunk(ḃ))
+    rhs = np.zeros_like(xm) if is_zero(ḃ) else asarray(unthunk(ḃ))
     if vec and not is_zero(ḃ):
         rhs = rhs[..., None]
     if not is_zero(ȧ):
-        rhs = rhs - np.asarray(unthunk(ȧ)) @ xm
+        rhs = rhs - asarray(unthunk(ȧ)) @ xm
     ẋ = solve_as(a, rhs, lower)
     return x, project(x, ẋ[..., 0] if vec else ẋ)
 
@@ -210,7 +210,7 @@ def _tensorinv_matrix(a: np.ndarray, y: np.ndarray, ind: int) -> np.ndarray:
 
 @rrule.register(np.linalg.tensorinv)
 def _(a, *rest, **kw):
-    a_ = np.asarray(a)
+    a_ = asarray(a)
     ind = bind(np.linalg.tensorinv, (a_, *rest), kw)["ind"]
     y = np.linalg.tensorinv(a_, ind)
     ym = _tensorinv_matrix(a_, y, ind)
@@ -219,7 +219,7 @@ def _(a, *rest, **kw):
         ȳ = unthunk(ȳ)
         if is_zero(ȳ):
             return NoTangent(), ȳ, *nondiff_rest(rest)
-        ā = -(mH(ym) @ np.asarray(ȳ).reshape(ym.shape) @ mH(ym))
+        ā = -(mH(ym) @ asarray(ȳ).reshape(ym.shape) @ mH(ym))
         return NoTangent(), project(a, ā.reshape(a_.shape)), *nondiff_rest(rest)
 
     return y, tensorinv_pullback
@@ -227,13 +227,13 @@ def _(a, *rest, **kw):
 
 @frule.register(np.linalg.tensorinv)
 def _(ḟ, *args, **kw):
-    ȧ, a, rest = args[0], np.asarray(args[len(args) // 2]), args[len(args) // 2 + 1 :]
+    ȧ, a, rest = args[0], asarray(args[len(args) // 2]), args[len(args) // 2 + 1 :]
     ind = bind(np.linalg.tensorinv, (a, *rest), kw)["ind"]
     y = np.linalg.tensorinv(a, ind)
     if is_zero(ȧ):
         return y, ZeroTangent()
     ym = _tensorinv_matrix(a, y, ind)
-    ẏ = -(ym @ np.asarray(unthunk(ȧ)).reshape(mH(ym).shape) @ ym)
+    ẏ = -(ym @ asarray(unthunk(ȧ)).reshape(mH(ym).shape) @ ym)
     return y, project(y, ẏ.reshape(y.shape))
 
 
@@ -249,7 +249,7 @@ def _tensorsolve_matrix(a: np.ndarray, b: np.ndarray, axes) -> tuple[np.ndarray,
 
 @rrule.register(np.linalg.tensorsolve)
 def _(a, b, *rest, **kw):
-    a_, b_ = np.asarray(a), np.asarray(b)
+    a_, b_ = asarray(a), asarray(b)
     axes = bind(np.linalg.tensorsolve, (a_, b_, *rest), kw)["axes"]
     x = np.linalg.tensorsolve(a_, b_, axes)
     am, perm = _tensorsolve_matrix(a_, b_, axes)
@@ -258,7 +258,7 @@ def _(a, b, *rest, **kw):
         x̄ = unthunk(x̄)
         if is_zero(x̄):
             return NoTangent(), x̄, x̄, *nondiff_rest(rest)
-        b̄ = np.linalg.solve(mH(am), np.asarray(x̄).reshape(-1))
+        b̄ = np.linalg.solve(mH(am), asarray(x̄).reshape(-1))
         ām = -np.outer(b̄, x.reshape(-1).conj())
         shape_t = tuple(a_.shape[p] for p in perm)
         ā = ām.reshape(shape_t).transpose(np.argsort(perm))
@@ -271,7 +271,7 @@ def _(a, b, *rest, **kw):
 def _(ḟ, *args, **kw):
     h = len(args) // 2
     ȧ, ḃ = args[0], args[1]
-    a, b, rest = np.asarray(args[h]), np.asarray(args[h + 1]), args[h + 2 :]
+    a, b, rest = asarray(args[h]), asarray(args[h + 1]), args[h + 2 :]
     axes = bind(np.linalg.tensorsolve, (a, b, *rest), kw)["axes"]
     x = np.linalg.tensorsolve(a, b, axes)
     if is_zero(ȧ) and is_zero(ḃ):
@@ -279,7 +279,7 @@ def _(ḟ, *args, **kw):
     am, perm = _tensorsolve_matrix(a, b, axes)
     rhs = dense(ḃ, b).reshape(-1)
     if not is_zero(ȧ):
-        ȧm = np.asarray(unthunk(ȧ)).transpose(perm).reshape(am.shape)
+        ȧm = asarray(unthunk(ȧ)).transpose(perm).reshape(am.shape)
         rhs = rhs - ȧm @ x.reshape(-1)
     return x, project(x, np.linalg.solve(am, rhs).reshape(x.shape))
 
@@ -295,7 +295,7 @@ def _powers(a: np.ndarray, n: int) -> tuple[np.ndarray, list[np.ndarray]]:
 
 @rrule.register(np.linalg.matrix_power)
 def _(a, *rest, **kw):
-    a_ = np.asarray(a)
+    a_ = asarray(a)
     n = int(bind(np.linalg.matrix_power, (a_, *rest), kw)["n"])
     y = np.linalg.matrix_power(a_, n)
     k = abs(n)
@@ -305,7 +305,7 @@ def _(a, *rest, **kw):
         if is_zero(ȳ) or k == 0:
             return NoTangent(), ZeroTangent(), *nondiff_rest(rest)
         base, pw = _powers(a_, n)
-        ȳ = np.asarray(ȳ)
+        ȳ = asarray(ȳ)
         # d(Bᵏ) = Σⱼ Bʲ dB Bᵏ⁻¹⁻ʲ, so B̄ = Σⱼ (Bʲ)ᴴ ȳ (Bᵏ⁻¹⁻ʲ)ᴴ; for n < 0, B = a⁻¹.
         b̄ = sum(mH(pw[j]) @ ȳ @ mH(pw[k - 1 - j]) for j in range(k))
         if n < 0:
@@ -318,14 +318,14 @@ def _(a, *rest, **kw):
 @frule.register(np.linalg.matrix_power)
 def _(ḟ, *args, **kw):
     h = len(args) // 2
-    ȧ, a, rest = args[0], np.asarray(args[h]), args[h + 1 :]
+    ȧ, a, rest = args[0], asarray(args[h]), args[h + 1 :]
     n = int(bind(np.linalg.matrix_power, (a, *rest), kw)["n"])
     y = np.linalg.matrix_power(a, n)
     k = abs(n)
     if is_zero(ȧ) or k == 0:
         return y, ZeroTangent()
     base, pw = _powers(a, n)
-    ḃ = np.asarray(unthunk(ȧ))
+    ḃ = asarray(unthunk(ȧ))
     if n < 0:
         ḃ = -(base @ ḃ @ base)
     return y, project(y, sum(pw[j] @ ḃ @ pw[k - 1 - j] for j in range(k)))
@@ -355,7 +355,7 @@ def _no_out(fname: str, out) -> None:
 @rrule.register(np.linalg.multi_dot)
 def _(arrays, *, out=None):
     _no_out("numpy.linalg.multi_dot", out)
-    xs = [np.asarray(x) for x in arrays]
+    xs = [asarray(x) for x in arrays]
     y = np.linalg.multi_dot(xs)
     ms = _as_matrices(xs)
 
@@ -367,7 +367,7 @@ def _(arrays, *, out=None):
         left = [None] * n  # left[i] = ms[0] @ ... @ ms[i-1]
         for i in range(1, n):
             left[i] = ms[0] if i == 1 else left[i - 1] @ ms[i - 1]
-        g = np.asarray(ȳ).reshape(ms[0].shape[0], ms[-1].shape[1])
+        g = asarray(ȳ).reshape(ms[0].shape[0], ms[-1].shape[1])
         grads = [None] * n
         for i in range(n - 1, -1, -1):  # g = ȳ (ms[i+1] ... ms[n-1])ᴴ
             grads[i] = g if left[i] is None else mH(left[i]) @ g
@@ -381,7 +381,7 @@ def _(arrays, *, out=None):
 @frule.register(np.linalg.multi_dot)
 def _(ḟ, ẋs, arrays, *, out=None):
     _no_out("numpy.linalg.multi_dot", out)
-    xs = [np.asarray(x) for x in arrays]
+    xs = [asarray(x) for x in arrays]
     y = np.linalg.multi_dot(xs)
     ẋs = unthunk(ẋs)
     if is_zero(ẋs):
@@ -390,7 +390,7 @@ def _(ḟ, ẋs, arrays, *, out=None):
     for i, ẋ in enumerate(ẋs):
         if is_zero(ẋ):
             continue
-        term = np.linalg.multi_dot([*xs[:i], np.asarray(unthunk(ẋ)), *xs[i + 1 :]])
+        term = np.linalg.multi_dot([*xs[:i], asarray(unthunk(ẋ)), *xs[i + 1 :]])
         ẏ = term if ẏ is None else ẏ + term
     return y, (ZeroTangent() if ẏ is None else project(y, ẏ))
 
@@ -398,14 +398,14 @@ def _(ḟ, ẋs, arrays, *, out=None):
 def _trace_cotangent(a: np.ndarray, ȳ, offset: int) -> np.ndarray:
     """ȳ placed on the ``offset`` diagonal of the last two axes."""
     eye = np.eye(a.shape[-2], a.shape[-1], k=offset)
-    return np.asarray(ȳ)[..., None, None] * eye
+    return asarray(ȳ)[..., None, None] * eye
 
 
 # numpy.trace itself is ruled in _numpy_indexing; numpy 2's
 # numpy.linalg.trace(x, /, *, offset=0, dtype=None) works on the last two axes.
 @rrule.register(np.linalg.trace)
 def _(x, *, offset=0, dtype=None):
-    x_ = np.asarray(x)
+    x_ = asarray(x)
     y = np.linalg.trace(x_, offset=offset, dtype=dtype)
 
     def linalg_trace_pullback(ȳ):
@@ -419,7 +419,7 @@ def _(x, *, offset=0, dtype=None):
 
 @frule.register(np.linalg.trace)
 def _(ḟ, ẋ, x, *, offset=0, dtype=None):
-    y = np.linalg.trace(np.asarray(x), offset=offset, dtype=dtype)
+    y = np.linalg.trace(asarray(x), offset=offset, dtype=dtype)
     if is_zero(ẋ):
         return y, ZeroTangent()
-    return y, project(y, np.linalg.trace(np.asarray(unthunk(ẋ)), offset=offset, dtype=dtype))
+    return y, project(y, np.linalg.trace(asarray(unthunk(ẋ)), offset=offset, dtype=dtype))

@@ -45,7 +45,7 @@ from rulescore import NoTangent, Tangent, ZeroTangent, frule, rrule, unthunk
 
 from ._linalg_factor import _inv_gaps
 from ._linalg_util import dense, diag_embed, entries, is_zero, mH
-from ._util import project
+from ._util import asarray, project
 
 __all__: list[str] = []
 
@@ -76,7 +76,7 @@ def _eig_cotangent(w: np.ndarray, v: np.ndarray, w̄, v̄) -> np.ndarray:
     dtype = np.result_type(v, w)
     p̄ = diag_embed(dense(w̄, w).astype(dtype, copy=False))
     if not is_zero(v̄):
-        v̄ = np.asarray(unthunk(v̄))
+        v̄ = asarray(unthunk(v̄))
         g = np.sum(v.conj() * v̄, axis=-2)
         W̄ = v̄ - v * np.real(g)[..., None, :]
         if np.iscomplexobj(W̄):
@@ -92,7 +92,7 @@ def _eig_cotangent(w: np.ndarray, v: np.ndarray, w̄, v̄) -> np.ndarray:
 @rrule.register(np.linalg.eig)
 def eig_rrule(a):
     """rrule of ``np.linalg.eig``: exact for numpy's normalised eigenvectors."""
-    res = np.linalg.eig(np.asarray(a))
+    res = np.linalg.eig(asarray(a))
     w, v = res
 
     def eig_pullback(ȳ):
@@ -106,11 +106,11 @@ def eig_rrule(a):
 
 @frule.register(np.linalg.eig)
 def _(ḟ, ȧ, a):
-    res = np.linalg.eig(np.asarray(a))
+    res = np.linalg.eig(asarray(a))
     if is_zero(ȧ):
         return res, ZeroTangent()
     w, v = res
-    ẇ, v̇ = _eig_tangent(w, v, np.asarray(unthunk(ȧ)))
+    ẇ, v̇ = _eig_tangent(w, v, asarray(unthunk(ȧ)))
     return res, Tangent[type(res)](eigenvalues=project(w, ẇ), eigenvectors=project(v, v̇))
 
 
@@ -137,7 +137,7 @@ def _paired_vectors(a: np.ndarray, w: np.ndarray) -> np.ndarray:
 @rrule.register(np.linalg.eigvals)
 def eigvals_rrule(a):
     """rrule of ``np.linalg.eigvals``: ``ā = V⁻ᴴ diag(w̄) Vᴴ``."""
-    a_ = np.asarray(a)
+    a_ = asarray(a)
     w = np.linalg.eigvals(a_)
 
     def eigvals_pullback(w̄):
@@ -152,10 +152,10 @@ def eigvals_rrule(a):
 
 @frule.register(np.linalg.eigvals)
 def _(ḟ, ȧ, a):
-    a_ = np.asarray(a)
+    a_ = asarray(a)
     w = np.linalg.eigvals(a_)
     if is_zero(ȧ):
         return w, ZeroTangent()
     v = _paired_vectors(a_, w)
-    ẇ = np.diagonal(np.linalg.solve(v, np.asarray(unthunk(ȧ)) @ v), axis1=-2, axis2=-1)
+    ẇ = np.diagonal(np.linalg.solve(v, asarray(unthunk(ȧ)) @ v), axis1=-2, axis2=-1)
     return w, project(w, ẇ)

@@ -30,7 +30,7 @@ from ._linalg_util import (
     unsupported,
     warn_gradient,
 )
-from ._util import finfo, project
+from ._util import asarray, finfo, project
 
 
 def _tril_half(x: np.ndarray) -> np.ndarray:
@@ -77,7 +77,7 @@ def _cholesky_pullback(L: np.ndarray, L̄: np.ndarray) -> np.ndarray:
 
 @rrule.register(np.linalg.cholesky)
 def _(a, *, upper=False):
-    a_ = np.asarray(a)
+    a_ = asarray(a)
     y = np.linalg.cholesky(a_, upper=upper)
     L = mH(y) if upper else y
 
@@ -85,7 +85,7 @@ def _(a, *, upper=False):
         ȳ = unthunk(ȳ)
         if is_zero(ȳ):
             return NoTangent(), ȳ
-        L̄ = mH(np.asarray(ȳ)) if upper else np.asarray(ȳ)
+        L̄ = mH(asarray(ȳ)) if upper else asarray(ȳ)
         return NoTangent(), project(a, _cholesky_pullback(L, L̄))
 
     return y, cholesky_pullback
@@ -93,10 +93,10 @@ def _(a, *, upper=False):
 
 @frule.register(np.linalg.cholesky)
 def _(ḟ, ȧ, a, *, upper=False):
-    y = np.linalg.cholesky(np.asarray(a), upper=upper)
+    y = np.linalg.cholesky(asarray(a), upper=upper)
     if is_zero(ȧ):
         return y, ZeroTangent()
-    L̇ = _cholesky_frule(mH(y) if upper else y, np.asarray(unthunk(ȧ)))
+    L̇ = _cholesky_frule(mH(y) if upper else y, asarray(unthunk(ȧ)))
     return y, project(y, mH(L̇) if upper else L̇)
 
 
@@ -166,7 +166,7 @@ def qr_tangent(a, q, r, ȧ):
 
 @rrule.register(np.linalg.qr)
 def _(a, *rest, **kw):
-    a_ = np.asarray(a)
+    a_ = asarray(a)
     mode = _qr_mode(a_, rest, kw)
     out = np.linalg.qr(a_, *rest, **kw)
     q, r = np.linalg.qr(a_) if mode == "r" else out
@@ -187,13 +187,13 @@ def _(a, *rest, **kw):
 @frule.register(np.linalg.qr)
 def _(ḟ, *args, **kw):
     h = len(args) // 2
-    ȧ, a, rest = args[0], np.asarray(args[h]), args[h + 1 :]
+    ȧ, a, rest = args[0], asarray(args[h]), args[h + 1 :]
     mode = _qr_mode(a, rest, kw)
     out = np.linalg.qr(a, *rest, **kw)
     if is_zero(ȧ):
         return out, ZeroTangent()
     q, r = np.linalg.qr(a) if mode == "r" else out
-    q̇, ṙ = qr_tangent(a, q, r, np.asarray(unthunk(ȧ)))
+    q̇, ṙ = qr_tangent(a, q, r, asarray(unthunk(ȧ)))
     if mode == "r":
         return out, project(r, ṙ)
     return out, Tangent[type(out)](Q=project(q, q̇), R=project(r, ṙ))
@@ -230,7 +230,7 @@ def eigh_cotangent(w, v, w̄, v̄, fname: str) -> np.ndarray:
     if not is_zero(v̄):
         # V̇ = V (F ∘ P) with P = Vᴴ ȧ V; the diagonal (phase) of Vᴴ V̄ is gauge.
         f = _inv_gaps(w, fname, used=True)
-        p̄ = p̄ + f * (mH(v) @ np.asarray(v̄))
+        p̄ = p̄ + f * (mH(v) @ asarray(v̄))
     return herm(v @ p̄ @ mH(v))
 
 
@@ -243,7 +243,7 @@ def eigh_tangent(w, v, ȧ, fname: str) -> tuple[np.ndarray, np.ndarray]:
 
 @rrule.register(np.linalg.eigh)
 def _(a, *rest, **kw):
-    a_ = np.asarray(a)
+    a_ = asarray(a)
     _check_uplo("numpy.linalg.eigh", a_, rest, kw, np.linalg.eigh)
     res = np.linalg.eigh(a_, *rest, **kw)
     w, v = res
@@ -261,19 +261,19 @@ def _(a, *rest, **kw):
 @frule.register(np.linalg.eigh)
 def _(ḟ, *args, **kw):
     h = len(args) // 2
-    ȧ, a, rest = args[0], np.asarray(args[h]), args[h + 1 :]
+    ȧ, a, rest = args[0], asarray(args[h]), args[h + 1 :]
     _check_uplo("numpy.linalg.eigh", a, rest, kw, np.linalg.eigh)
     res = np.linalg.eigh(a, *rest, **kw)
     if is_zero(ȧ):
         return res, ZeroTangent()
     w, v = res
-    ẇ, v̇ = eigh_tangent(w, v, np.asarray(unthunk(ȧ)), "numpy.linalg.eigh")
+    ẇ, v̇ = eigh_tangent(w, v, asarray(unthunk(ȧ)), "numpy.linalg.eigh")
     return res, Tangent[type(res)](eigenvalues=project(w, ẇ), eigenvectors=project(v, v̇))
 
 
 @rrule.register(np.linalg.eigvalsh)
 def _(a, *rest, **kw):
-    a_ = np.asarray(a)
+    a_ = asarray(a)
     _check_uplo("numpy.linalg.eigvalsh", a_, rest, kw, np.linalg.eigvalsh)
     w, v = np.linalg.eigh(a_, *rest, **kw)
 
@@ -281,7 +281,7 @@ def _(a, *rest, **kw):
         w̄ = unthunk(w̄)
         if is_zero(w̄):
             return NoTangent(), w̄, *nondiff_rest(rest)
-        ā = (v * np.asarray(w̄)[..., None, :]) @ mH(v)
+        ā = (v * asarray(w̄)[..., None, :]) @ mH(v)
         return NoTangent(), project(a, herm(ā)), *nondiff_rest(rest)
 
     return w, eigvalsh_pullback
@@ -290,10 +290,10 @@ def _(a, *rest, **kw):
 @frule.register(np.linalg.eigvalsh)
 def _(ḟ, *args, **kw):
     h = len(args) // 2
-    ȧ, a, rest = args[0], np.asarray(args[h]), args[h + 1 :]
+    ȧ, a, rest = args[0], asarray(args[h]), args[h + 1 :]
     _check_uplo("numpy.linalg.eigvalsh", a, rest, kw, np.linalg.eigvalsh)
     w, v = np.linalg.eigh(a, *rest, **kw)
     if is_zero(ȧ):
         return w, ZeroTangent()
-    ẇ = np.einsum("...ji,...jk,...ki->...i", v.conj(), herm(np.asarray(unthunk(ȧ))), v).real
+    ẇ = np.einsum("...ji,...jk,...ki->...i", v.conj(), herm(asarray(unthunk(ȧ))), v).real
     return w, project(w, ẇ)

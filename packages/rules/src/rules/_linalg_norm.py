@@ -18,7 +18,7 @@ from rulescore import NoTangent, ZeroTangent, frule, rrule, unthunk
 
 from ._linalg_util import bind, is_zero, nondiff_rest, warn_gradient
 from ._quiet import quietly
-from ._util import project
+from ._util import asarray, project
 
 
 def _sign(x: np.ndarray) -> np.ndarray:
@@ -120,7 +120,7 @@ def _options(f, x, rest, kw):
 
 
 def _float(x):
-    x = np.asarray(x)
+    x = asarray(x)
     return x if x.dtype.kind in "fc" else x.astype(float)
 
 
@@ -152,7 +152,7 @@ def _register_norm(f, fname):
         w, _, axes = _norm_grad(fname, x, y, ord, axis, keepdims)
         if is_zero(ẋ) or w is None:
             return y, ZeroTangent()
-        ẏ = np.sum(np.real(np.conj(w) * np.asarray(unthunk(ẋ))), axis=axes, keepdims=keepdims)
+        ẏ = np.sum(np.real(np.conj(w) * asarray(unthunk(ẋ))), axis=axes, keepdims=keepdims)
         return y, project(y, ẏ)
 
     norm_rrule.__name__ = norm_rrule.__qualname__ = f"{f.__name__}_rrule"

@@ -26,7 +26,7 @@ from ._linalg_util import (
     unsupported,
     warn_gradient,
 )
-from ._util import finfo, project
+from ._util import asarray, finfo, project
 
 _DEGENERATE = (
     "(nearly) equal or zero singular values: the singular-vector terms that diverge "
@@ -117,7 +117,7 @@ def _svd_options(a: np.ndarray, rest: tuple, kw: dict) -> tuple[bool, bool]:
 
 @rrule.register(np.linalg.svd)
 def _(a, *rest, **kw):
-    a_ = np.asarray(a)
+    a_ = asarray(a)
     uv, hermitian = _svd_options(a_, rest, kw)
     out = np.linalg.svd(a_, *rest, **kw)
     u, s, vh = out if uv else np.linalg.svd(a_, full_matrices=False, hermitian=hermitian)
@@ -135,12 +135,12 @@ def _(a, *rest, **kw):
 @frule.register(np.linalg.svd)
 def _(ḟ, *args, **kw):
     h = len(args) // 2
-    ȧ, a, rest = args[0], np.asarray(args[h]), args[h + 1 :]
+    ȧ, a, rest = args[0], asarray(args[h]), args[h + 1 :]
     uv, hermitian = _svd_options(a, rest, kw)
     out = np.linalg.svd(a, *rest, **kw)
     if is_zero(ȧ):
         return out, ZeroTangent()
-    ȧ = np.asarray(unthunk(ȧ))
+    ȧ = asarray(unthunk(ȧ))
     ȧ = herm(ȧ) if hermitian else ȧ
     if not uv:
         u, s, vh = np.linalg.svd(a, full_matrices=False, hermitian=hermitian)
@@ -153,24 +153,24 @@ def _(ḟ, *args, **kw):
 
 @rrule.register(np.linalg.svdvals)
 def _(x):
-    x_ = np.asarray(x)
+    x_ = asarray(x)
     u, s, vh = np.linalg.svd(x_, full_matrices=False)
 
     def svdvals_pullback(s̄):
         s̄ = unthunk(s̄)
         if is_zero(s̄):
             return NoTangent(), s̄
-        return NoTangent(), project(x, (u * np.asarray(s̄).real[..., None, :]) @ vh)
+        return NoTangent(), project(x, (u * asarray(s̄).real[..., None, :]) @ vh)
 
     return s, svdvals_pullback
 
 
 @frule.register(np.linalg.svdvals)
 def _(ḟ, ẋ, x):
-    u, s, vh = np.linalg.svd(np.asarray(x), full_matrices=False)
+    u, s, vh = np.linalg.svd(asarray(x), full_matrices=False)
     if is_zero(ẋ):
         return s, ZeroTangent()
-    ẋ = np.asarray(unthunk(ẋ))
+    ẋ = asarray(unthunk(ẋ))
     return s, project(s, np.einsum("...ji,...jk,...ik->...i", u.conj(), ẋ, vh.conj()).real)
 
 
@@ -191,7 +191,7 @@ def _pinv_pullback(a, x, x̄):
 
 @rrule.register(np.linalg.pinv)
 def _(a, *rest, **kw):
-    a_ = np.asarray(a)
+    a_ = asarray(a)
     hermitian = bool(bind(np.linalg.pinv, (a_, *rest), kw)["hermitian"])
     x = np.linalg.pinv(a_, *rest, **kw)
 
@@ -199,7 +199,7 @@ def _(a, *rest, **kw):
         x̄ = unthunk(x̄)
         if is_zero(x̄):
             return NoTangent(), x̄, *nondiff_rest(rest)
-        ā = _pinv_pullback(a_, x, np.asarray(x̄))
+        ā = _pinv_pullback(a_, x, asarray(x̄))
         return NoTangent(), project(a, herm(ā) if hermitian else ā), *nondiff_rest(rest)
 
     return x, pinv_pullback
@@ -208,12 +208,12 @@ def _(a, *rest, **kw):
 @frule.register(np.linalg.pinv)
 def _(ḟ, *args, **kw):
     h = len(args) // 2
-    ȧ, a, rest = args[0], np.asarray(args[h]), args[h + 1 :]
+    ȧ, a, rest = args[0], asarray(args[h]), args[h + 1 :]
     hermitian = bool(bind(np.linalg.pinv, (a, *rest), kw)["hermitian"])
     x = np.linalg.pinv(a, *rest, **kw)
     if is_zero(ȧ):
         return x, ZeroTangent()
-    ȧ = np.asarray(unthunk(ȧ))
+    ȧ = asarray(unthunk(ȧ))
     return x, project(x, _pinv_frule(a, x, herm(ȧ) if hermitian else ȧ))
 
 
@@ -226,7 +226,7 @@ def _lstsq_parts(a: np.ndarray, rank: int):
 
 @rrule.register(np.linalg.lstsq)
 def _(a, b, *rest, **kw):
-    a_, b_ = np.asarray(a), np.asarray(b)
+    a_, b_ = asarray(a), asarray(b)
     out = np.linalg.lstsq(a_, b_, *rest, **kw)
     sol, res, rank, _ = out
     apinv, u, vh = _lstsq_parts(a_, rank)
@@ -238,16 +238,16 @@ def _(a, b, *rest, **kw):
         ā = np.zeros(a_.shape, dtype=np.result_type(a_, sol))
         b̄ = np.zeros(bm.shape, dtype=np.result_type(b_, sol))
         if not is_zero(x̄):
-            x̄m = np.asarray(x̄)[:, None] if vec else np.asarray(x̄)
+            x̄m = asarray(x̄)[:, None] if vec else asarray(x̄)
             ā = ā + _pinv_pullback(a_, apinv, x̄m @ mH(bm))
             b̄ = b̄ + mH(apinv) @ x̄m
         if not is_zero(r̄) and res.size:
             # res_k = |b_k - a x_k|²; aᴴ r = 0 at the solution, so ẋ drops out.
-            r = (bm - a_ @ xm) * (2 * np.asarray(r̄).real)
+            r = (bm - a_ @ xm) * (2 * asarray(r̄).real)
             b̄ = b̄ + r
             ā = ā - r @ mH(xm)
         if not is_zero(s̄):
-            ā = ā + (u * np.asarray(s̄).real) @ vh
+            ā = ā + (u * asarray(s̄).real) @ vh
         b̄ = b̄[:, 0] if vec else b̄
         return NoTangent(), project(a, ā), project(b, b̄), *nondiff_rest(rest)
 
@@ -258,7 +258,7 @@ def _(a, b, *rest, **kw):
 def _(ḟ, *args, **kw):
     h = len(args) // 2
     ȧ, ḃ = args[0], args[1]
-    a, b, rest = np.asarray(args[h]), np.asarray(args[h + 1]), args[h + 2 :]
+    a, b, rest = asarray(args[h]), asarray(args[h + 1]), args[h + 2 :]
     out = np.linalg.lstsq(a, b, *rest, **kw)
     sol, res, rank, s = out
     if is_zero(ȧ) and is_zero(ḃ):

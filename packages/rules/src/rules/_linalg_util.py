@@ -24,6 +24,8 @@ from rulescore import (
     unthunk,
 )
 
+from ._util import asarray
+
 __all__ = [
     "LinalgGradientWarning",
     "bind",
@@ -234,7 +236,7 @@ def dense(t: Any, like: np.ndarray) -> np.ndarray:
     t = unthunk(t)
     if isinstance(t, AbstractZero):
         return np.zeros_like(like)
-    return np.asarray(t)
+    return asarray(t)
 
 
 def is_zero(t: Any) -> bool:

@@ -51,7 +51,7 @@ from rulescore import (
 
 from ._higher_order import _add
 from ._numpy_linear import dense, project_nested, tangent_dtype
-from ._util import is_zero
+from ._util import asarray, is_zero
 
 __all__: list[str] = []
 
@@ -84,7 +84,7 @@ def _lay_out(results: list, outer: tuple, ax: int) -> np.ndarray:
 
 def _per_slice(t: Any, outer: tuple, ax: int, r_ndim: int) -> np.ndarray:
     """The inverse of ``_lay_out``: the result's axes moved back to the end."""
-    t = np.asarray(t)
+    t = asarray(t)
     return np.moveaxis(t, range(ax, ax + r_ndim), range(len(outer), len(outer) + r_ndim))
 
 
@@ -141,7 +141,7 @@ def apply_along_axis_frule(config: Any, ḟ: Any, *rest: Any, **kw: Any) -> Any:
     y = _lay_out(results, outer, ax)
     if y.dtype.kind in "biu":
         return y, _NO
-    ẏ = _lay_out([np.asarray(t, tangent_dtype(y)) for t in tangents], outer, ax)
+    ẏ = _lay_out([asarray(t, tangent_dtype(y)) for t in tangents], outer, ax)
     return y, project_nested(y, ẏ)
 
 
@@ -149,7 +149,7 @@ def apply_along_axis_frule(config: Any, ḟ: Any, *rest: Any, **kw: Any) -> Any:
 
 
 def _over_axes(a: np.ndarray, axes: Any) -> list[int]:
-    return [ax + a.ndim if ax < 0 else ax for ax in np.atleast_1d(np.asarray(axes)).tolist()]
+    return [ax + a.ndim if ax < 0 else ax for ax in np.atleast_1d(asarray(axes)).tolist()]
 
 
 def _put_back(val: Any, res: Any, ax: int) -> tuple[Any, bool]:
@@ -179,7 +179,7 @@ def apply_over_axes_rrule(config: Any, func: Any, a: Any, axes: Any) -> Any:
         df: Any = _ZERO
         for pb, ax, expanded in reversed(steps):
             if expanded:
-                ȳ = np.squeeze(np.asarray(ȳ), ax)
+                ȳ = np.squeeze(asarray(ȳ), ax)
             d_f, ȳ, _ = pb(ȳ)
             df = _add(df, d_f)
             ȳ = unthunk(ȳ)

@@ -42,7 +42,7 @@ from ._numpy_linear import conj, dense, register_bilinear, register_linear, sum_
 from ._numpy_methods import _astype_adjoint
 from ._numpy_reductions import bind_options
 from ._numpy_selection import no_out
-from ._util import is_zero, project
+from ._util import asarray, is_zero, project
 
 __all__: list[str] = []
 
@@ -59,12 +59,12 @@ def _cumulative_axis(x: Any, axis: Any) -> int:
 
 
 def _drop_initial(ȳ: Any, axis: int) -> Any:
-    ȳ = np.asarray(ȳ)
+    ȳ = asarray(ȳ)
     return np.take(ȳ, np.arange(1, ȳ.shape[axis]), axis=axis)
 
 
 def _prepend_zero(ẏ: Any, axis: int) -> Any:
-    ẏ = np.asarray(ẏ)
+    ẏ = asarray(ẏ)
     shape = list(ẏ.shape)
     shape[axis] = 1
     return np.concatenate([np.zeros(shape, ẏ.dtype), ẏ], axis=axis)
@@ -186,20 +186,20 @@ def _check_gufunc(a: Any, b: Any, **kw: Any) -> None:
 
 def _outer_last(u: Any, v: Any) -> Any:
     """``u[..., :, None] * v[..., None, :]``."""
-    return np.asarray(u)[..., :, None] * np.asarray(v)[..., None, :]
+    return asarray(u)[..., :, None] * asarray(v)[..., None, :]
 
 
 def _matvec_grad_a(ȳ: Any, a: Any, b: Any, **kw: Any) -> Any:
-    return sum_to(_outer_last(ȳ, conj(np.asarray(b))), np.shape(a))
+    return sum_to(_outer_last(ȳ, conj(asarray(b))), np.shape(a))
 
 
 def _matvec_grad_b(ȳ: Any, a: Any, b: Any, **kw: Any) -> Any:
-    ah = conj(np.swapaxes(np.asarray(a), -1, -2))
-    return sum_to(np.matvec(ah, np.asarray(ȳ)), np.shape(b))
+    ah = conj(np.swapaxes(asarray(a), -1, -2))
+    return sum_to(np.matvec(ah, asarray(ȳ)), np.shape(b))
 
 
 def _vecmat_grad_a(ȳ: Any, a: Any, b: Any, **kw: Any) -> Any:
-    return sum_to(np.matvec(np.asarray(b), conj(np.asarray(ȳ))), np.shape(a))
+    return sum_to(np.matvec(asarray(b), conj(asarray(ȳ))), np.shape(a))
 
 
 def _vecmat_grad_b(ȳ: Any, a: Any, b: Any, **kw: Any) -> Any:
@@ -214,7 +214,7 @@ register_bilinear(np.vecmat, _vecmat_grad_a, _vecmat_grad_b, "vecmat", check=_ch
 
 
 def _unstack_adjoint(ȳ: Any, x: Any, *, axis: int = 0) -> Any:
-    x = np.asarray(x)
+    x = asarray(x)
     ax = normalize_axis_index(axis, x.ndim)
     n = x.shape[ax]
     slab = x.shape[:ax] + x.shape[ax + 1 :]

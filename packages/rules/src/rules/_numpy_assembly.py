@@ -68,6 +68,7 @@ from ._numpy_ranges import truncated_pullback
 from ._numpy_selection import no_out
 from ._numpy_shape import _pieces, _split_adjoint, _vstack_adjoint, gather_adjoint
 from ._sequences import seq_entries
+from ._util import asarray
 
 __all__ = ["copy_sources"]
 
@@ -99,7 +100,7 @@ def copy_sources(build: Callable[[list], Any], shapes: list) -> np.ndarray:
         n = math.prod(shape)
         arrays.append(np.arange(start, start + n, dtype=np.intp).reshape(shape))
         start += n
-    return np.asarray(build(arrays))
+    return asarray(build(arrays))
 
 
 def _gather(src: np.ndarray, ẋs: list, xs: list, like: Any) -> Any:
@@ -110,7 +111,7 @@ def _gather(src: np.ndarray, ẋs: list, xs: list, like: Any) -> Any:
 
 def _scatter(src: np.ndarray, ȳ: Any, shapes: list) -> list:
     """The pullback of a copying function: one cotangent per argument, scatter-added."""
-    ȳ = np.asarray(ȳ).ravel()
+    ȳ = asarray(ȳ).ravel()
     where = src.ravel()
     total = 1 + sum(math.prod(s) for s in shapes)
     flat = np.bincount(where, ȳ.real, minlength=total)
@@ -128,7 +129,7 @@ def _scatter(src: np.ndarray, ȳ: Any, shapes: list) -> list:
 
 
 def _append_split(ȳ: Any, arr: Any, values: Any, axis: Any) -> tuple:
-    ȳ = np.asarray(ȳ)
+    ȳ = asarray(ȳ)
     if axis is None:
         n = np.size(arr)
         return ȳ[:n].reshape(np.shape(arr)), ȳ[n:].reshape(np.shape(values))
@@ -217,11 +218,11 @@ def _(ḟ: Any, *args: Any, **kw: Any) -> Any:
 
 def _column_stack_adjoint(ȳ: Any, xs: Any) -> list:
     shapes = [(np.size(x), 1) if np.ndim(x) < 2 else np.shape(x) for x in xs]
-    return _pieces(np.asarray(ȳ), xs, shapes, 1)
+    return _pieces(asarray(ȳ), xs, shapes, 1)
 
 
 def _dstack_adjoint(ȳ: Any, xs: Any) -> list:
-    return _pieces(np.asarray(ȳ), xs, [np.shape(np.atleast_3d(x)) for x in xs], 2)
+    return _pieces(asarray(ȳ), xs, [np.shape(np.atleast_3d(x)) for x in xs], 2)
 
 
 def _split_along(axis_of: Callable[[int], int]) -> Callable[..., Any]:

@@ -32,7 +32,7 @@ import numpy as np
 from rulescore import NoTangent, Thunk, ZeroTangent, frule, non_differentiable, rrule, unthunk
 
 from ._numpy_elementwise import conj_if_complex, no_ufunc_kwargs
-from ._util import is_zero, project, unbroadcast
+from ._util import asarray, is_zero, project, unbroadcast
 
 __all__ = ["BINARY"]
 
@@ -116,7 +116,7 @@ def _ldexp_partials(x1: Any, x2: Any, Ω: Any) -> tuple:
 
 def _heaviside_partials(x1: Any, x2: Any, Ω: Any) -> tuple:
     # A step: zero in x1 (away from 0); the value at 0 is x2 exactly there.
-    return ZeroTangent(), (np.asarray(x1) == 0).astype(_float_dtype(Ω))
+    return ZeroTangent(), (asarray(x1) == 0).astype(_float_dtype(Ω))
 
 
 # ufunc -> (x, y, Ω) -> (∂f/∂x, ∂f/∂y); an AbstractZero partial means none flows.
@@ -136,7 +136,7 @@ BINARY: dict[Any, Callable[[Any, Any, Any], tuple]] = {
 
 
 def _arr(x: Any) -> Any:
-    return np.asarray(x) if isinstance(x, (list, tuple)) else x
+    return asarray(x) if isinstance(x, (list, tuple)) else x
 
 
 def _as_output_tangent(Ω: Any, dΩ: Any) -> Any:
@@ -232,7 +232,7 @@ def _clip_bounds(args: tuple, kwargs: dict) -> tuple[Any, Any]:
 
 def _clip_masks(x: Any, lo: Any, hi: Any) -> tuple[Any, Any, Any]:
     """Where the output is ``x``, ``lo`` and ``hi``: numpy computes min(max(x, lo), hi)."""
-    x = np.asarray(x)
+    x = asarray(x)
     m = x if lo is None else np.maximum(x, lo)
     to_hi = np.zeros(m.shape, bool) if hi is None else m > hi
     to_lo = np.zeros(m.shape, bool) if lo is None else (x < lo) & ~to_hi

@@ -26,6 +26,7 @@ from rulescore import (
 )
 
 from ._numpy_linear import dense, project_nested, register_linear, sum_to
+from ._util import asarray
 
 _NO = NoTangent()
 
@@ -41,13 +42,15 @@ def _array_adjoint(ȳ: Any, x: Any, dtype: Any = None, *rest: Any, **kw: Any) ->
 
 
 def _copy_adjoint(ȳ: Any, x: Any, *rest: Any, **kw: Any) -> Any:
-    ȳ = np.asarray(ȳ)
+    ȳ = asarray(ȳ)
     shape = np.shape(x)
     # ndmin= and ascontiguousarray's 1-d promotion of scalars add unit axes.
     return ȳ if ȳ.shape == shape else ȳ.reshape(shape)
 
 
-for _f in (np.array, np.asarray, np.asanyarray, np.ascontiguousarray):
+# rules._util.asarray is np.asarray that keeps dask and CuPy arrays: rule bodies
+# call it, and differentiating one (second order) meets it as np.asarray.
+for _f in (np.array, np.asarray, np.asanyarray, np.ascontiguousarray, asarray):
     register_linear(_f, _array_adjoint, _f.__name__)
 register_linear(np.copy, _copy_adjoint, "copy")
 
@@ -75,7 +78,7 @@ def _register_fill(f: Any) -> None:
             ȳ = unthunk(ȳ)
             if isinstance(ȳ, AbstractZero) or truncating:
                 return (_NO, _NO, ZeroTangent() if not truncating else _NO, *nots)
-            total = sum_to(np.asarray(ȳ), np.shape(fill_value))
+            total = sum_to(asarray(ȳ), np.shape(fill_value))
             return (_NO, _NO, project_nested(fill_value, total), *nots)
 
         return y, fill_pullback

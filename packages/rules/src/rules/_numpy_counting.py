@@ -40,7 +40,7 @@ from ._linalg_util import entries
 from ._numpy_order_statistics import scatter_add
 from ._numpy_reductions import bind_options
 from ._numpy_statistics import argument, split_tangents
-from ._util import is_zero, project
+from ._util import asarray, is_zero, project
 
 __all__ = []
 
@@ -62,7 +62,7 @@ def _unique_groups(x: Any, opts: dict) -> tuple:
 
 def _as_rows(t: Any, axis: Any) -> np.ndarray:
     """``t`` with the grouped axis first and the rest merged: (n, r)."""
-    t = np.asarray(t)
+    t = asarray(t)
     if axis is None:
         return t.reshape(-1, 1)
     t = np.moveaxis(t, normalize_axis_index(axis, t.ndim), 0)
@@ -138,7 +138,7 @@ def bincount_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
         rest = [_NO] * len(args)
         if w_slot:
             ȳ = unthunk(ȳ)
-            rest[0] = _ZERO if is_zero(ȳ) else project(args[0], np.asarray(ȳ)[np.asarray(x)])
+            rest[0] = _ZERO if is_zero(ȳ) else project(args[0], asarray(ȳ)[asarray(x)])
         return (_NO, _NO, *rest)
 
     return Ω, bincount_pullback
@@ -152,7 +152,7 @@ def bincount_frule(ḟ: Any, *args: Any, **kwargs: Any) -> Any:
     if len(extra) == 0 or extra[0] is None or is_zero(unthunk(tangents[1])):
         return Ω, _NO if Ω.dtype.kind in "iu" else _ZERO
     minlength = extra[1] if len(extra) > 1 else kwargs.get("minlength", 0)
-    return Ω, np.bincount(x, np.asarray(unthunk(tangents[1])), minlength=minlength)
+    return Ω, np.bincount(x, asarray(unthunk(tangents[1])), minlength=minlength)
 
 
 # --- histogram --------------------------------------------------------------------------
@@ -206,7 +206,7 @@ def _histogram_edges_pullback(ē: Any, a: Any, opts: dict, edges: np.ndarray) ->
 def _histogram_edges_pushforward(ȧ: Any, ḃ: Any, ṙ: Any, a: Any, opts: dict, edges: np.ndarray):
     source, masks = _edge_source(a, opts, edges)
     if source == "bins":
-        return _ZERO if is_zero(ḃ) else np.asarray(ḃ, dtype=edges.dtype)
+        return _ZERO if is_zero(ḃ) else asarray(ḃ, dtype=edges.dtype)
     if source == "range":
         if is_zero(ṙ):
             return _ZERO
@@ -257,10 +257,10 @@ def histogram_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
         h̄, ē = entries(ȳ, 2)
         if is_zero(h̄) and is_zero(ē):
             return (_NO, _ZERO, *_rest(args, slots, {}))
-        ē = _ZERO if is_zero(ē) else np.asarray(ē, dtype=np.float64)
+        ē = _ZERO if is_zero(ē) else asarray(ē, dtype=np.float64)
         c̄: Any = _ZERO
         if not is_zero(h̄):
-            h̄ = np.real(np.asarray(h̄, dtype=np.result_type(h̄, 1.0)))
+            h̄ = np.real(asarray(h̄, dtype=np.result_type(h̄, 1.0)))
             c̄ = h̄
             if opts.get("density"):
                 width, total = np.diff(edges), _bin_totals(a, weights, edges).sum()
@@ -335,7 +335,7 @@ def histogram_bin_edges_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
     def histogram_bin_edges_pullback(ē: Any) -> tuple:
         ē = unthunk(ē)
         da, db, dr = _histogram_edges_pullback(
-            _ZERO if is_zero(ē) else np.asarray(ē, dtype=np.float64), a, opts, edges
+            _ZERO if is_zero(ē) else asarray(ē, dtype=np.float64), a, opts, edges
         )
         # the edges never depend on the weights: their slot stays zero
         return (_NO, _projected(a, da), *_rest(args, slots, {"bins": db, "range": dr}))

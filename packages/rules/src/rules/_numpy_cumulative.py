@@ -25,7 +25,7 @@ from rulescore import NoTangent, ZeroTangent, frule, rrule, unthunk
 
 from ._numpy_elementwise import conj_if_complex
 from ._numpy_reductions import bind_options
-from ._util import is_zero, project
+from ._util import asarray, is_zero, project
 
 __all__ = []
 
@@ -34,7 +34,7 @@ _CUM_ARGS = ("axis", "dtype", "out")
 
 def _along(x: Any, axis: Any) -> tuple[Any, int]:
     """``x`` as an array and the axis the cumulation runs along (flattened for ``None``)."""
-    x = np.asarray(x)
+    x = asarray(x)
     if axis is None:
         return x.reshape(-1), 0
     return x, normalize_axis_tuple(axis, x.ndim)[0]
@@ -55,7 +55,7 @@ def cumsum_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
         if is_zero(ȳ):
             return (NoTangent(), ZeroTangent(), *rest)
         axis = 0 if opts.get("axis") is None else opts["axis"]
-        dx = _reverse_cumsum(np.asarray(ȳ), axis).reshape(np.shape(x))
+        dx = _reverse_cumsum(asarray(ȳ), axis).reshape(np.shape(x))
         return (NoTangent(), project(x, dx), *rest)
 
     return Ω, cumsum_pullback
@@ -90,8 +90,8 @@ def cumprod_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
         if is_zero(ȳ):
             return (NoTangent(), ZeroTangent(), *rest)
         xa, axis = _along(x, opts.get("axis"))
-        ȳ = np.asarray(ȳ).reshape(np.shape(Ω))
-        y = np.asarray(Ω).reshape(xa.shape)
+        ȳ = asarray(ȳ).reshape(np.shape(Ω))
+        y = asarray(Ω).reshape(xa.shape)
         ȳ = ȳ.reshape(xa.shape)
         if not np.any(xa == 0):
             dx = _reverse_cumsum(ȳ * conj_if_complex(y), axis) / conj_if_complex(xa)
@@ -116,7 +116,7 @@ def cumprod_frule(ḟ: Any, *args: Any, **kwargs: Any) -> Any:
         return Ω, ZeroTangent()
     xa, axis = _along(x, opts.get("axis"))
     ẋa = np.broadcast_to(ẋ, np.shape(x)).reshape(xa.shape)
-    y = np.asarray(Ω).reshape(xa.shape)
+    y = asarray(Ω).reshape(xa.shape)
     if not np.any(xa == 0):
         dΩ = y * np.cumsum(ẋa / xa, axis=axis)
     else:

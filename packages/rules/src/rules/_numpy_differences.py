@@ -36,7 +36,7 @@ from ._linalg_util import entries
 from ._numpy_elementwise import conj_if_complex
 from ._numpy_reductions import bind_options
 from ._numpy_statistics import argument, split_tangents
-from ._util import is_zero, project, unbroadcast
+from ._util import asarray, is_zero, project, unbroadcast
 
 __all__ = ["dense_tangent", "optional_tangent"]
 
@@ -56,7 +56,7 @@ def optional_tangent(tangents: tuple, i: int) -> Any:
 
 def dense_tangent(t: Any, shape: tuple) -> np.ndarray:
     """The tangent ``t`` as an array of ``shape`` (zeros for a zero tangent)."""
-    return np.zeros(shape) if is_zero(t) else np.broadcast_to(np.asarray(t), shape)
+    return np.zeros(shape) if is_zero(t) else np.broadcast_to(asarray(t), shape)
 
 
 # --- diff and ediff1d -------------------------------------------------------------------
@@ -98,7 +98,7 @@ def diff_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
         if n == 0:  # numpy returns a itself and ignores prepend/append
             return (_NO, project(a, ȳ), *rest)
         axis, pre, mid, _ = _diff_layout(a, opts)
-        g = np.asarray(ȳ)
+        g = asarray(ȳ)
         for _ in range(n):
             g = _diff_adjoint(g, axis)
         parts = np.split(g, [pre, pre + mid], axis=axis)
@@ -153,7 +153,7 @@ def ediff1d_rrule(ary: Any, *args: Any, **kwargs: Any) -> Any:
             for i in slots:
                 rest[i] = _ZERO
             return (_NO, _ZERO, *rest)
-        g = np.asarray(ȳ)
+        g = asarray(ȳ)
         nb = np.size(opts["to_begin"]) if opts.get("to_begin") is not None else 0
         ne = np.size(opts["to_end"]) if opts.get("to_end") is not None else 0
         mid = g[nb : g.size - ne]
@@ -213,7 +213,7 @@ def _coords(varargs: tuple, source: tuple, n: int) -> np.ndarray:
         return np.arange(n, dtype=np.float64)
     if scalar:
         return float(varargs[i]) * np.arange(n, dtype=np.float64)
-    return np.asarray(varargs[i], dtype=np.float64)
+    return asarray(varargs[i], dtype=np.float64)
 
 
 def _slopes(F: np.ndarray, x: np.ndarray) -> tuple:
@@ -310,7 +310,7 @@ def gradient_rrule(f: Any, *varargs: Any, **kwargs: Any) -> Any:
         dvar: list = [_ZERO] * len(varargs)
         if all(is_zero(o) for o in outs):
             return (_NO, _ZERO, *dvar)
-        F = np.asarray(f)
+        F = asarray(f)
         F = F if F.dtype.kind in "fc" else F.astype(np.float64)
         df: Any = 0
         axes, sources = _gradient_axes(f, varargs, kwargs)
@@ -320,7 +320,7 @@ def gradient_rrule(f: Any, *varargs: Any, **kwargs: Any) -> Any:
             n = F.shape[ax]
             x = _coords(varargs, source, n)
             Fm = np.moveaxis(F, ax, -1)
-            dF, dx = _gradient_pullback(Fm, x, np.moveaxis(np.asarray(o), ax, -1), edge_order)
+            dF, dx = _gradient_pullback(Fm, x, np.moveaxis(asarray(o), ax, -1), edge_order)
             df = df + np.moveaxis(dF, -1, ax)
             i, scalar = source
             if i is not None:
@@ -340,7 +340,7 @@ def gradient_frule(ḟ: Any, *args: Any, **kwargs: Any) -> Any:
     v̇ = [optional_tangent(tangents, 1 + i) for i in range(len(varargs))]
     if is_zero(Ḟ) and all(is_zero(t) for t in v̇):
         return Ω, _ZERO
-    F = np.asarray(f)
+    F = asarray(f)
     F = F if F.dtype.kind in "fc" else F.astype(np.float64)
     Ḟ = dense_tangent(Ḟ, F.shape)
     axes, sources = _gradient_axes(f, tuple(varargs), kwargs)
@@ -350,7 +350,7 @@ def gradient_frule(ḟ: Any, *args: Any, **kwargs: Any) -> Any:
         x = _coords(tuple(varargs), (i, scalar), n)
         ẋ = None
         if i is not None and not is_zero(v̇[i]):
-            ẋ = float(np.real(v̇[i])) * np.arange(n) if scalar else np.asarray(v̇[i], float)
+            ẋ = float(np.real(v̇[i])) * np.arange(n) if scalar else asarray(v̇[i], float)
         o = _gradient_pushforward(
             np.moveaxis(F, ax, -1), x, np.moveaxis(Ḟ, ax, -1), ẋ, kwargs.get("edge_order", 1)
         )
@@ -373,7 +373,7 @@ def _trapezoid_steps(y: np.ndarray, x: Any, dx: Any, axis: Any) -> tuple:
     """The axis and the steps ``d`` as numpy.trapezoid lays them out (broadcastable)."""
     axis = normalize_axis_index(axis, y.ndim)
     if x is None:
-        return axis, np.asarray(dx)
+        return axis, asarray(dx)
     x = np.asanyarray(x)
     if x.ndim == 1:
         shape = [1] * y.ndim
@@ -418,7 +418,7 @@ def trapezoid_rrule(y: Any, *args: Any, **kwargs: Any) -> Any:
             return (_NO, _ZERO, *rest)
         Y = np.asanyarray(y)
         ax, d = _trapezoid_steps(Y, x, dx, axis)
-        g = np.expand_dims(np.asarray(ȳ), ax)
+        g = np.expand_dims(asarray(ȳ), ax)
         n = Y.shape[ax]
         t = np.broadcast_to(g * conj_if_complex(d) / 2, _piece_shape(Y.shape, ax, n - 1))
         dy = _pad_axis(t, ax, (0, 1)) + _pad_axis(t, ax, (1, 0))
@@ -460,7 +460,7 @@ def trapezoid_frule(ḟ: Any, *args: Any, **kwargs: Any) -> Any:
         dΩ = np.sum(d * _pair_sums(dense_tangent(ẏ, Y.shape), ax), axis=ax)
     ṫ = None if is_zero(ḋ) else ḋ
     if not is_zero(ẋ):
-        ṫ = _trapezoid_steps(Y, np.asarray(ẋ, dtype=np.float64), None, axis)[1]
+        ṫ = _trapezoid_steps(Y, asarray(ẋ, dtype=np.float64), None, axis)[1]
     if ṫ is not None:
         dΩ = dΩ + np.sum(ṫ * _pair_sums(Y, ax), axis=ax)
     return Ω, project(Ω, dΩ)

@@ -25,9 +25,19 @@ from typing import Any
 
 import numpy as np
 
-from rulescore import AbstractZero, NoTangent, Thunk, ZeroTangent, frule, rrule, unthunk
+from rulescore import (
+    AbstractZero,
+    NoTangent,
+    Thunk,
+    ZeroTangent,
+    frule,
+    is_duck_array,
+    rrule,
+    unthunk,
+)
 
 from ._numpy_linear import conj, dense, match_output, project_nested, scatter_zeros
+from ._util import asarray
 
 __all__ = ["parse_einsum"]
 
@@ -77,7 +87,7 @@ def parse_einsum(subscripts: str, shapes: list) -> tuple:
 
 
 def _einsum_grad(k: int, specs: list, out: str, ops: list, ȳ: Any, kw: dict) -> np.ndarray:
-    x = np.asarray(ops[k])
+    x = asarray(ops[k])
     spec = specs[k]
     sizes: dict[str, int] = {}
     for s, op in zip(specs, ops):
@@ -85,7 +95,7 @@ def _einsum_grad(k: int, specs: list, out: str, ops: list, ȳ: Any, kw: dict) ->
             sizes[c] = max(sizes.get(c, 1), n)
     own = dict(zip(spec, x.shape))
     other_specs = [s for j, s in enumerate(specs) if j != k] + [out]
-    other_ops = [conj(np.asarray(o)) for j, o in enumerate(ops) if j != k] + [np.asarray(ȳ)]
+    other_ops = [conj(asarray(o)) for j, o in enumerate(ops) if j != k] + [asarray(ȳ)]
     elsewhere = set("".join(other_specs))
     distinct = "".join(dict.fromkeys(spec))
     # Letters summed in operand k alone are left out (broadcast back below), and so
@@ -100,7 +110,7 @@ def _einsum_grad(k: int, specs: list, out: str, ops: list, ȳ: Any, kw: dict) ->
     if G.shape != target:
         G = np.broadcast_to(G, target)
     if distinct == spec:
-        return G if G.flags.writeable else np.array(G)
+        return G if is_duck_array(G) or G.flags.writeable else np.array(G)
     dx = scatter_zeros(x, G)
     where = {
         c: np.arange(own[c]).reshape([-1 if d == c else 1 for d in distinct]) for c in distinct

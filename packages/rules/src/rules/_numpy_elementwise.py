@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from rulescore import NoTangent, ZeroTangent, frule, rrule, unthunk
+from rulescore import DuckArray, NoTangent, ZeroTangent, frule, rrule, unthunk
 
+from ._util import asarray, is_zero, project
 from ._util import getrefcount as _getrefcount  # sys.getrefcount where calibrated
-from ._util import is_zero, project
 
 __all__ = ["conj_if_complex", "no_ufunc_kwargs"]
 
@@ -118,7 +118,7 @@ def no_ufunc_kwargs(f: Any, kwargs: dict) -> None:
 def conj_if_complex(p: Any) -> Any:
     """``conj(p)``, skipping the copy when ``p`` is real."""
     if isinstance(p, (complex, np.complexfloating)) or (
-        isinstance(p, np.ndarray) and p.dtype.kind == "c"
+        isinstance(p, DuckArray) and p.dtype.kind == "c"
     ):
         return np.conj(p)
     return p
@@ -130,9 +130,9 @@ def _arr(x: Any) -> Any:
     So the derivative follows numpy's arithmetic (``1 / 0.0`` is ``inf`` with a
     ``RuntimeWarning``, not a ``ZeroDivisionError``).
     """
-    if isinstance(x, np.ndarray):
+    if isinstance(x, DuckArray):
         return x
-    return np.asarray(x)[()]
+    return asarray(x)[()]
 
 
 def _name(fn: Callable, name: str) -> Callable:
@@ -317,7 +317,7 @@ def _(ḟ, ẋ, x):
 
 def _angle_direction(x: Any, deg: bool) -> Any:
     """i·z/|z|² (times 180/π for degrees), the gradient of arg(z); 0 at z = 0."""
-    z = np.asarray(x)
+    z = asarray(x)
     r2 = np.real(z * np.conj(z))
     with np.errstate(divide="ignore", invalid="ignore"):
         g = np.where(r2 == 0, 0, 1j * z / r2)

@@ -56,7 +56,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from rulescore import NoTangent, ZeroTangent, frule, rrule, unthunk
 
 from ._numpy_reductions import bind_options
-from ._util import is_zero, project, unbroadcast
+from ._util import asarray, is_zero, project, unbroadcast
 
 __all__ = []
 
@@ -224,7 +224,7 @@ def _transform_rules(name: str) -> tuple[Callable, Callable]:
             ȳ = unthunk(ȳ)
             if is_zero(ȳ):
                 return (NoTangent(), ZeroTangent(), *rest)
-            g = np.asarray(ȳ)
+            g = asarray(ȳ)
             if conj_out:
                 g = np.conj(g)
             for op, axis, m, n in reversed(steps):

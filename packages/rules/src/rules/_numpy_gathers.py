@@ -38,7 +38,7 @@ from rulescore import NoTangent, ZeroTangent, frule, non_differentiable, rrule, 
 
 from ._numpy_linear import dense, project_nested, scatter_zeros
 from ._numpy_statistics import split_tangents
-from ._util import is_zero, project
+from ._util import asarray, is_zero, project
 
 __all__ = []
 
@@ -51,7 +51,7 @@ _ZERO = ZeroTangent()
 
 def _trim_slices(filt: Any, trim: str = "fb", axis: Any = None) -> tuple:
     """The index ``np.trim_zeros(filt, trim, axis)`` takes of ``filt``."""
-    a = np.asarray(filt)
+    a = asarray(filt)
     axes = range(a.ndim) if axis is None else normalize_axis_tuple(axis, a.ndim)
     nonzero = np.argwhere(a)
     if nonzero.size == 0:
@@ -75,7 +75,7 @@ def trim_zeros_rrule(filt: Any, *args: Any, **kwargs: Any) -> Any:
         ȳ = unthunk(ȳ)
         if is_zero(ȳ):
             return (_NO, _ZERO, *rest)
-        dx = scatter_zeros(np.asarray(filt), dense(ȳ, Ω))
+        dx = scatter_zeros(asarray(filt), dense(ȳ, Ω))
         dx[_trim_slices(filt, *args, **kwargs)] = dense(ȳ, Ω)
         return (_NO, project_nested(filt, dx), *rest)
 
@@ -167,7 +167,7 @@ def partition_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
         ȳ = unthunk(ȳ)
         if is_zero(ȳ):
             return (_NO, _ZERO, *rest)
-        flat, axis = _partition_axis(np.asarray(a), args, kwargs)
+        flat, axis = _partition_axis(asarray(a), args, kwargs)
         src = _source(flat, Ω, axis)
         dx = scatter_zeros(flat, ȳ)
         np.put_along_axis(dx, src, dense(ȳ, Ω), axis)
@@ -184,7 +184,7 @@ def partition_frule(ḟ: Any, *args: Any, **kwargs: Any) -> Any:
     ȧ = unthunk(ȧ)
     if is_zero(ȧ):
         return Ω, _ZERO
-    flat, axis = _partition_axis(np.asarray(a), tuple(extra), kwargs)
+    flat, axis = _partition_axis(asarray(a), tuple(extra), kwargs)
     ȧ = np.broadcast_to(dense(ȧ, a), np.shape(a)).reshape(flat.shape)
     return Ω, project(Ω, np.take_along_axis(ȧ, _source(flat, Ω, axis), axis))
 
@@ -198,7 +198,7 @@ def sort_complex_rrule(a: Any) -> Any:
         ȳ = unthunk(ȳ)
         if is_zero(ȳ):
             return (_NO, _ZERO)
-        A = np.asarray(a)
+        A = asarray(a)
         dx = scatter_zeros(A, ȳ)
         np.put_along_axis(dx, _source(A, Ω, -1), dense(ȳ, Ω), -1)
         return (_NO, project_nested(a, dx))
@@ -213,6 +213,6 @@ def sort_complex_frule(ḟ: Any, ȧ: Any, a: Any) -> Any:
     ȧ = unthunk(ȧ)
     if is_zero(ȧ):
         return Ω, _ZERO
-    A = np.asarray(a)
+    A = asarray(a)
     ȧ = np.broadcast_to(dense(ȧ, a), A.shape)
     return Ω, project(Ω, np.take_along_axis(ȧ, _source(A, Ω, -1), -1))

@@ -39,7 +39,7 @@ from rulescore import NoTangent, Tangent, ZeroTangent, frule, rrule, unthunk
 
 from ._numpy_linear import tangent_dtype
 from ._sequences import seq_entries
-from ._util import is_zero, project
+from ._util import asarray, is_zero, project
 
 __all__ = ["bound_cotangent", "bound_tangent", "differentiable_slice"]
 
@@ -179,7 +179,7 @@ def _grid_parts(obj: Any, key: Any, ȳ: Any) -> list:
     d = len(key)
     if obj.sparse:  # ogrid: a tuple of open arrays, the k-th varying along axis k
         return seq_entries(ȳ, d)
-    ȳ = np.asarray(unthunk(ȳ))  # mgrid: (d, n_0, ..., n_{d-1}); grid k varies along axis k
+    ȳ = asarray(unthunk(ȳ))  # mgrid: (d, n_0, ..., n_{d-1}); grid k varies along axis k
     return [ȳ[k].sum(axis=tuple(j for j in range(d) if j != k)) for k in range(d)]
 
 

@@ -19,12 +19,14 @@ import numpy as np
 
 from rulescore import (
     AbstractZero,
+    DuckArray,
     InplaceableThunk,
     NoTangent,
     ProjectTo,
     Thunk,
     ZeroTangent,
     frule,
+    is_duck_array,
     rrule,
     unthunk,
 )
@@ -37,6 +39,7 @@ from ._numpy_linear import (
     scatter_zeros,
     sum_to,
 )
+from ._util import asarray
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
@@ -59,12 +62,33 @@ def scatter(ȳ: Any, x: Any, key: Any) -> np.ndarray:
     if _repeats_possible(key):
         np.add.at(dx, key, ȳ)
     else:
+        if is_duck_array(dx):  # dask assigns through no np.newaxis: drop those axes
+            key, ȳ = _without_newaxes(key, ȳ, dx.ndim)
         dx[key] = ȳ
     return dx
 
 
+def _without_newaxes(key: Any, ȳ: Any, ndim: int) -> tuple:
+    """``(key', ȳ')`` with ``x[key'] = ȳ'`` the same assignment as ``x[key] = ȳ``
+    and no ``None`` in ``key'`` (``ȳ``'s size-1 axes that they made squeezed out)."""
+    key = key if type(key) is tuple else (key,)
+    if None not in key:
+        return key, ȳ
+    if Ellipsis in key:
+        i = key.index(Ellipsis)
+        fill = ndim - sum(k is not None for k in key if k is not Ellipsis)
+        key = key[:i] + (slice(None),) * fill + key[i + 1 :]
+    out_axis, newaxes = 0, []
+    for k in key:
+        if k is None:
+            newaxes.append(out_axis)
+        if not isinstance(k, (int, np.integer)):  # an int removes its axis
+            out_axis += 1
+    return tuple(k for k in key if k is not None), np.squeeze(ȳ, axis=tuple(newaxes))
+
+
 @rrule.register(operator.getitem)
-def getitem_rrule(x: np.ndarray, key: Any) -> Any:
+def getitem_rrule(x: DuckArray, key: Any) -> Any:
     y = x[key]
 
     def getitem_pullback(ȳ: Any) -> tuple:
@@ -91,7 +115,7 @@ def getitem_rrule(x: np.ndarray, key: Any) -> Any:
 
 
 @frule.register(operator.getitem)
-def _(ḟ: Any, ẋ: Any, k̇: Any, x: np.ndarray, key: Any) -> Any:
+def _(ḟ: Any, ẋ: Any, k̇: Any, x: DuckArray, key: Any) -> Any:
     ẋ = unthunk(ẋ)
     if isinstance(ẋ, AbstractZero):
         return x[key], _ZERO
@@ -103,12 +127,12 @@ def _take_adjoint(ȳ: Any, x: Any, indices: Any, axis: Any = None, *rest: Any, *
     dx = scatter_zeros(x, ȳ)
     flat = dx.reshape(-1) if axis is None else np.moveaxis(dx, axis, 0)
     n = flat.shape[0]
-    indices = np.asarray(indices)
+    indices = asarray(indices)
     if mode == "wrap":
         indices = indices % n
     elif mode == "clip":
         indices = np.clip(indices, 0, n - 1)
-    ȳ = np.asarray(ȳ)
+    ȳ = asarray(ȳ)
     if axis is not None:
         axis %= dx.ndim
         k = indices.ndim
@@ -120,7 +144,7 @@ def _take_adjoint(ȳ: Any, x: Any, indices: Any, axis: Any = None, *rest: Any, *
 def _take_along_axis_adjoint(ȳ: Any, x: Any, indices: Any, axis: Any = -1) -> Any:
     dx = scatter_zeros(x, ȳ)
     target = dx.reshape(-1) if axis is None else dx
-    indices = np.asarray(indices)
+    indices = asarray(indices)
     if axis is None:
         np.add.at(target, indices, ȳ)
         return dx
@@ -147,7 +171,7 @@ def _diagonal_adjoint(
     dx = scatter_zeros(x, ȳ)
     moved = np.moveaxis(dx, (axis1, axis2), (-2, -1))  # a view: writes reach dx
     rows, cols = _diagonal_positions(moved.shape[-2], moved.shape[-1], offset)
-    moved[..., rows, cols] = ȳ if keep else np.asarray(ȳ)[..., None]
+    moved[..., rows, cols] = ȳ if keep else asarray(ȳ)[..., None]
     return dx
 
 
@@ -193,7 +217,7 @@ def _sort_permutation(a: np.ndarray, rest: tuple, kw: dict) -> tuple:
 
 @rrule.register(np.sort)
 def _(a: Any, *rest: Any, **kw: Any) -> Any:
-    x = np.asarray(a)
+    x = asarray(a)
     flat, perm, axis = _sort_permutation(x, rest, kw)
     y = np.take_along_axis(flat, perm, axis)
     nots = (_NO,) * len(rest)
@@ -212,7 +236,7 @@ def _(a: Any, *rest: Any, **kw: Any) -> Any:
 @frule.register(np.sort)
 def _(ḟ: Any, *args: Any, **kw: Any) -> Any:
     n = len(args) // 2
-    a, rest = np.asarray(args[n]), args[n + 1 :]
+    a, rest = asarray(args[n]), args[n + 1 :]
     flat, perm, axis = _sort_permutation(a, rest, kw)
     y = np.take_along_axis(flat, perm, axis)
     ẋ = unthunk(args[0])

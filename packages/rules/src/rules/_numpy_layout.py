@@ -30,7 +30,7 @@ from ._numpy_assembly import _gather, _scatter, copy_sources
 from ._numpy_linear import dense, project_nested, register_linear
 from ._numpy_shape import gather_adjoint
 from ._sequences import seq_entries
-from ._util import is_zero, unbroadcast
+from ._util import asarray, is_zero, unbroadcast
 
 __all__: list[str] = []
 
@@ -42,7 +42,7 @@ for _f in (np.rot90, np.rollaxis, np.resize):
 
 
 def _diagflat_adjoint(ȳ: Any, v: Any, k: int = 0) -> Any:
-    return np.diagonal(np.asarray(ȳ), k).reshape(np.shape(v))
+    return np.diagonal(asarray(ȳ), k).reshape(np.shape(v))
 
 
 register_linear(np.diagflat, _diagflat_adjoint, "diagflat")
@@ -124,7 +124,7 @@ def broadcast_arrays_rrule(*args: Any, **kw: Any) -> Any:
         out = []
         for x, p in zip(args, parts):
             p = unthunk(p)
-            out.append(p if is_zero(p) else unbroadcast(x, np.asarray(p)))
+            out.append(p if is_zero(p) else unbroadcast(x, asarray(p)))
         return (_NO, *out)
 
     return ys, broadcast_arrays_pullback

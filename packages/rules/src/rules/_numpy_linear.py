@@ -23,6 +23,7 @@ import numpy as np
 from rulescore import (
     AbstractThunk,
     AbstractZero,
+    DuckArray,
     NoTangent,
     ProjectTo,
     Tangent,
@@ -30,9 +31,12 @@ from rulescore import (
     ZeroTangent,
     backing,
     frule,
+    is_duck_array,
     rrule,
     unthunk,
 )
+
+from ._util import asarray
 
 __all__ = [
     "conj",
@@ -54,7 +58,7 @@ _ZERO = ZeroTangent()
 
 def tangent_dtype(x: Any) -> np.dtype:
     """The dtype of a tangent of ``x``: floats keep theirs, ints and bools get float64."""
-    dt = x.dtype if isinstance(x, (np.ndarray, np.generic)) else np.result_type(x)
+    dt = x.dtype if isinstance(x, (np.ndarray, np.generic, DuckArray)) else np.result_type(x)
     return dt if dt.kind in "fc" else np.dtype(np.float64)
 
 
@@ -64,7 +68,15 @@ def scatter_zeros(x: Any, ȳ: Any) -> np.ndarray:
     Accumulating a complex ``ȳ`` into a real buffer would warn and drop the
     imaginary part half-way; projection drops it properly at the end instead.
     """
-    return np.zeros(np.shape(x), np.result_type(tangent_dtype(x), np.asarray(ȳ).dtype))
+    return zeros_like(x, np.result_type(tangent_dtype(x), asarray(ȳ).dtype))
+
+
+def zeros_like(x: Any, dtype: Any) -> Any:
+    """Zeros of ``x``'s shape and the given dtype, in ``x``'s library (a dask or CuPy
+    array gets one of its own kind, uncomputed)."""
+    if is_duck_array(x):
+        return np.zeros_like(x, dtype=dtype)
+    return np.zeros(np.shape(x), dtype)
 
 
 def conj(x: Any) -> Any:
@@ -102,9 +114,8 @@ def project_nested(x: Any, dx: Any) -> Any:
     if t is list or t is tuple:
         if isinstance(dx, AbstractThunk):
             return Thunk(lambda: project_nested(x, unthunk(dx)))
-        if type(dx) is not list and type(dx) is not tuple:
-            dx = np.asarray(dx)
-        out = [project_nested(xi, dx[i]) for i, xi in enumerate(x)]
+        rows = dx if type(dx) is list or type(dx) is tuple else asarray(dx)
+        out = [project_nested(xi, rows[i]) for i, xi in enumerate(x)]
         if out and all(o is _NO for o in out):
             return _NO
         return out if t is list else tuple(out)
@@ -119,14 +130,17 @@ def dense(ẋ: Any, x: Any) -> np.ndarray:
     """
     ẋ = unthunk(ẋ)
     if isinstance(ẋ, AbstractZero):
-        return np.zeros(np.shape(x), tangent_dtype(np.asarray(x)))
+        return zeros_like(x, tangent_dtype(asarray(x)))
     if isinstance(ẋ, Tangent):
         ẋ = backing(ẋ)
     if type(ẋ) is list or type(ẋ) is tuple:
         if type(x) is list or type(x) is tuple:
-            return np.array([dense(t, xi) for t, xi in zip(ẋ, x)])
-        return np.array([dense(t, 0.0) for t in ẋ])
-    return np.asarray(ẋ)
+            rows = [dense(t, xi) for t, xi in zip(ẋ, x)]
+        else:
+            rows = [dense(t, 0.0) for t in ẋ]
+        # np.stack keeps dask or CuPy rows in their library (np.array would compute them)
+        return np.stack(rows) if any(map(is_duck_array, rows)) else np.array(rows)
+    return asarray(ẋ)
 
 
 def dense_each(ẋ: Any, xs: Any) -> list:
@@ -147,7 +161,7 @@ def match_output(y: Any, ẏ: Any) -> Any:
     """
     if type(y) is np.ndarray:
         if type(ẏ) is not np.ndarray and not isinstance(ẏ, AbstractZero):
-            return np.asarray(ẏ)
+            return asarray(ẏ)
     elif isinstance(y, np.generic) and type(ẏ) is np.ndarray and ẏ.ndim == 0:
         return ẏ[()]
     return ẏ

@@ -28,7 +28,16 @@ from typing import Any
 
 import numpy as np
 
-from rulescore import AbstractZero, NoTangent, ProjectTo, ZeroTangent, frule, rrule, unthunk
+from rulescore import (
+    AbstractZero,
+    DuckArray,
+    NoTangent,
+    ProjectTo,
+    ZeroTangent,
+    frule,
+    rrule,
+    unthunk,
+)
 
 from ._numpy_indexing import _diagonal_adjoint, _take_adjoint, _trace_adjoint
 from ._numpy_linear import (
@@ -153,7 +162,7 @@ def _attribute(x: Any, name: str) -> Any:
 
 
 @rrule.register(getattr)
-def _(x: np.ndarray | np.generic, name: str) -> Any:
+def _(x: DuckArray | np.generic, name: str) -> Any:
     y = _attribute(x, name)
     entry = _DIFFERENTIABLE_ATTRIBUTES.get(name)
 
@@ -170,7 +179,7 @@ def _(x: np.ndarray | np.generic, name: str) -> Any:
 
 
 @frule.register(getattr)
-def _(ḟ: Any, ẋ: Any, ṅ: Any, x: np.ndarray | np.generic, name: str) -> Any:
+def _(ḟ: Any, ẋ: Any, ṅ: Any, x: DuckArray | np.generic, name: str) -> Any:
     y = _attribute(x, name)
     entry = _DIFFERENTIABLE_ATTRIBUTES.get(name)
     if entry is None:

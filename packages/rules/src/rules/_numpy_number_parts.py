@@ -40,7 +40,7 @@ from ._linalg_util import entries
 from ._numpy_binary import _float_dtype, _register_binary
 from ._numpy_elementwise import _register_constant, no_ufunc_kwargs
 from ._numpy_linear import register_linear
-from ._util import is_zero, project
+from ._util import asarray, is_zero, project
 
 __all__: list[str] = []
 
@@ -136,7 +136,7 @@ def divmod_frule(ḟ: Any, ẋ1: Any, ẋ2: Any, x1: Any, x2: Any, **kwargs: Any
 def _fmod_partials(x1: Any, x2: Any, Ω: Any) -> tuple:
     dtype = _float_dtype(Ω)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.ones(np.shape(Ω), dtype), -np.asarray((x1 - Ω) / x2, dtype)
+        return np.ones(np.shape(Ω), dtype), -asarray((x1 - Ω) / x2, dtype)
 
 
 _register_binary(np.fmod, _fmod_partials)

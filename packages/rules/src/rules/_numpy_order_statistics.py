@@ -46,7 +46,7 @@ from rulescore import NoTangent, ZeroTangent, frule, rrule, unthunk
 from ._numpy_elementwise import _name
 from ._numpy_reductions import bind_options, reduced_axes
 from ._numpy_statistics import split_tangents
-from ._util import is_zero, project
+from ._util import asarray, is_zero, project
 
 __all__ = ["scatter_add", "tie_average"]
 
@@ -56,7 +56,7 @@ _ZERO = ZeroTangent()
 
 def scatter_add(idx: Any, vals: Any, size: int) -> np.ndarray:
     """``out[idx[i]] += vals[i]`` into zeros of length ``size`` (complex values too)."""
-    vals = np.asarray(vals)
+    vals = asarray(vals)
     if vals.dtype.kind == "c":
         re = np.bincount(idx, vals.real, minlength=size)
         return re + 1j * np.bincount(idx, vals.imag, minlength=size)
@@ -103,7 +103,7 @@ _SLOPE_OFFSET = {
 def _slices(x: Any, axis: Any) -> tuple:
     """``x`` with the reduced axes moved last and merged, as a (K, m) array; and the
     permutation and shape that undo it."""
-    x = np.asarray(x)
+    x = asarray(x)
     axes = reduced_axes(axis, x.ndim)
     kept = tuple(i for i in range(x.ndim) if i not in axes)
     perm = kept + axes

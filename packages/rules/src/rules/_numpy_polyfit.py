@@ -52,7 +52,7 @@ from ._linalg_util import entries, mH
 from ._numpy_elementwise import conj_if_complex
 from ._numpy_polynomials import vander_derivative
 from ._numpy_statistics import argument, split_tangents
-from ._util import is_zero, project
+from ._util import asarray, is_zero, project
 
 __all__ = []
 
@@ -76,12 +76,12 @@ class _Fit:
     """The least-squares problem behind a ``polyfit`` call, as 2-d arrays."""
 
     def __init__(self, x: Any, y: Any, w: Any, Ω: Any, opts: dict) -> None:
-        self.x = np.asarray(x) + 0.0
+        self.x = asarray(x) + 0.0
         self.vec = np.ndim(y) == 1
-        Y = np.asarray(y) + 0.0
+        Y = asarray(y) + 0.0
         self.Y = Y[:, None] if self.vec else Y
         self.order = int(opts["deg"]) + 1
-        self.w = None if w is None else np.asarray(w) + 0.0
+        self.w = None if w is None else asarray(w) + 0.0
         self.V = np.vander(self.x, self.order)
         self.dV = vander_derivative(self.x, self.order)
         wcol = 1.0 if w is None else self.w[:, None]
@@ -102,11 +102,11 @@ class _Fit:
     def inputs_dot(self, ẋ: Any, ẏ: Any, ẇ: Any) -> tuple:
         """``(Ȧ, ḃ)`` for tangents of ``x``, ``y``, ``w`` (zeros allowed)."""
         wcol = 1.0 if self.w is None else self.w[:, None]
-        Ȧ = np.zeros_like(self.A) if is_zero(ẋ) else self.dV * np.asarray(ẋ)[:, None] * wcol
+        Ȧ = np.zeros_like(self.A) if is_zero(ẋ) else self.dV * asarray(ẋ)[:, None] * wcol
         ḃ = np.zeros_like(self.b) if is_zero(ẏ) else np.reshape(ẏ, self.Y.shape) * wcol
         if not is_zero(ẇ):
-            Ȧ = Ȧ + self.V * np.asarray(ẇ)[:, None]
-            ḃ = ḃ + self.Y * np.asarray(ẇ)[:, None]
+            Ȧ = Ȧ + self.V * asarray(ẇ)[:, None]
+            ḃ = ḃ + self.Y * asarray(ẇ)[:, None]
         return Ȧ, ḃ
 
     def inputs_bar(self, Ā: np.ndarray, b̄: np.ndarray) -> tuple:

@@ -51,7 +51,7 @@ from rulescore import NoTangent, Tangent, ZeroTangent, frule, non_differentiable
 from ._linalg_util import entries, mH
 from ._numpy_elementwise import conj_if_complex
 from ._numpy_statistics import split_tangents
-from ._util import is_zero, project
+from ._util import asarray, is_zero, project
 
 __all__ = ["vander_derivative"]
 
@@ -63,13 +63,13 @@ def _dense(t: Any, x: Any) -> np.ndarray:
     """The tangent ``t`` of ``x`` as a 1-d array (zeros for a zero tangent)."""
     t = unthunk(t)
     shape = np.shape(np.atleast_1d(x))
-    return np.zeros(shape) if is_zero(t) else np.broadcast_to(np.asarray(t), shape)
+    return np.zeros(shape) if is_zero(t) else np.broadcast_to(asarray(t), shape)
 
 
 def _tail(ȳ: Any, x: Any) -> np.ndarray:
     """The last ``len(x)`` entries of ``ȳ``, shaped like ``x``."""
     n = np.atleast_1d(x).shape[0]
-    return np.reshape(np.asarray(ȳ)[np.shape(ȳ)[0] - n :], np.shape(x))
+    return np.reshape(asarray(ȳ)[np.shape(ȳ)[0] - n :], np.shape(x))
 
 
 # --- polyadd, polysub -------------------------------------------------------------------
@@ -129,7 +129,7 @@ def polymul_rrule(a1: Any, a2: Any) -> Any:
         ȳ = unthunk(ȳ)
         if is_zero(ȳ):
             return (_NO, _ZERO, _ZERO)
-        ȳ = np.asarray(ȳ)
+        ȳ = asarray(ȳ)
         k1, k2 = np.atleast_1d(a1)[s1:], np.atleast_1d(a2)[s2:]
         d1 = np.concatenate([np.zeros(s1, ȳ.dtype), np.correlate(ȳ, k2, "valid")])
         d2 = np.concatenate([np.zeros(s2, ȳ.dtype), np.correlate(ȳ, k1, "valid")])
@@ -174,13 +174,13 @@ def polydiv_rrule(u: Any, v: Any) -> Any:
         m, n = U.size - 1, V.size - 1
         ē = np.zeros(m + 1, np.result_type(q, r))
         if not is_zero(r̄):
-            ē = ē + np.concatenate([np.zeros(m + 1 - r.size), np.asarray(r̄)])
+            ē = ē + np.concatenate([np.zeros(m + 1 - r.size), asarray(r̄)])
         if m < n:
             return (_NO, project(u, ē.reshape(np.shape(u))), _ZERO)
         k = m - n + 1
         t = -np.correlate(ē, V, "valid")  # -C_vᴴ r̄
         if not is_zero(q̄):
-            t = t + np.asarray(q̄)
+            t = t + asarray(q̄)
         w = np.linalg.solve(mH(_toeplitz(V, k)), t)
         ē = ē + np.concatenate([w, np.zeros(n, w.dtype)])
         dv = -np.correlate(ē, q, "valid")
@@ -226,9 +226,9 @@ def polyder_rrule(p: Any, *args: Any, **kwargs: Any) -> Any:
         ȳ = unthunk(ȳ)
         if is_zero(ȳ):
             return (_NO, _ZERO, *rest)
-        P = np.asarray(p)
+        P = asarray(p)
         c = np.polyder(np.ones(P.shape[0]), *args, **kwargs)
-        dp = np.concatenate([np.asarray(ȳ) * c, np.zeros(P.shape[0] - c.size)])
+        dp = np.concatenate([asarray(ȳ) * c, np.zeros(P.shape[0] - c.size)])
         return (_NO, project(p, dp), *rest)
 
     return Ω, polyder_pullback
@@ -260,8 +260,8 @@ def polyint_rrule(p: Any, *args: Any, **kwargs: Any) -> Any:
             if k_slot:
                 rest[1] = _ZERO
             return (_NO, _ZERO, *rest)
-        ȳ = np.asarray(ȳ)
-        N = np.asarray(p).shape[0]
+        ȳ = asarray(ȳ)
+        N = asarray(p).shape[0]
         c = np.polyint(np.ones(N), m)[:N]
         if k_slot:
             K = np.atleast_1d(args[1])
@@ -287,7 +287,7 @@ def polyint_frule(ḟ: Any, *args: Any, **kwargs: Any) -> Any:
     k̇ = unthunk(tangents[2]) if len(extra) > 1 and extra[1] is not None else _ZERO
     if is_zero(ṗ) and is_zero(k̇):
         return Ω, _ZERO
-    k = None if is_zero(k̇) else np.asarray(k̇)
+    k = None if is_zero(k̇) else asarray(k̇)
     return Ω, project(Ω, np.polyint(_dense(ṗ, p), m, k))
 
 
@@ -316,8 +316,8 @@ def poly_rrule(seq_of_zeros: Any) -> Any:
         z = np.atleast_1d(seq_of_zeros)
         if is_zero(ȳ) or z.shape[0] == 0:
             return (_NO, _ZERO)
-        B = conj_if_complex(_poly_partials(z, np.asarray(Ω)))
-        ā = np.asarray(ȳ)[1:]
+        B = conj_if_complex(_poly_partials(z, asarray(Ω)))
+        ā = asarray(ȳ)[1:]
         dz = -np.tensordot(ā, B if z.ndim == 1 else np.swapaxes(B, -1, -2), axes=1)
         return (_NO, project(seq_of_zeros, dz))
 
@@ -332,7 +332,7 @@ def poly_frule(ḟ: Any, ż: Any, seq_of_zeros: Any) -> Any:
     ż = unthunk(ż)
     if is_zero(ż) or z.shape[0] == 0:
         return Ω, _ZERO
-    B = _poly_partials(z, np.asarray(Ω))
+    B = _poly_partials(z, asarray(Ω))
     Ż = np.broadcast_to(ż, z.shape)
     if z.ndim == 1:
         ȧ = -(B @ Ż)
@@ -356,7 +356,7 @@ def roots_rrule(p: Any) -> Any:
         ȳ = unthunk(ȳ)
         if is_zero(ȳ) or Ω.size == 0:
             return (_NO, _ZERO)
-        g = np.asarray(ȳ) * conj_if_complex(_root_weights(p, Ω))
+        g = asarray(ȳ) * conj_if_complex(_root_weights(p, Ω))
         V = conj_if_complex(np.vander(Ω, np.atleast_1d(p).shape[0]))
         return (_NO, project(p, np.reshape(g @ V, np.shape(p))))
 
@@ -383,7 +383,7 @@ def vander_derivative(x: Any, *args: Any, **kwargs: Any) -> np.ndarray:
     array([[4., 1., 0.],
            [6., 1., 0.]])
     """
-    x = np.asarray(x)
+    x = asarray(x)
     N = _int_arg(args, kwargs, 0, "N", None)
     N = x.shape[0] if N is None else N
     increasing = _int_arg(args, kwargs, 1, "increasing", False)
@@ -403,7 +403,7 @@ def vander_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
         if is_zero(ȳ):
             return (_NO, _ZERO, *rest)
         D = conj_if_complex(vander_derivative(x, *args, **kwargs))
-        return (_NO, project(x, np.sum(np.asarray(ȳ) * D, axis=1)), *rest)
+        return (_NO, project(x, np.sum(asarray(ȳ) * D, axis=1)), *rest)
 
     return Ω, vander_pullback
 
@@ -417,4 +417,4 @@ def vander_frule(ḟ: Any, *args: Any, **kwargs: Any) -> Any:
     if is_zero(ẋ):
         return Ω, _ZERO
     D = vander_derivative(x, *extra, **kwargs)
-    return Ω, project(Ω, D * np.asarray(ẋ)[:, None])
+    return Ω, project(Ω, D * asarray(ẋ)[:, None])

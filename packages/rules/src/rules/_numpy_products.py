@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from rulescore import AbstractZero, NoTangent, Thunk, unthunk
+from rulescore import AbstractZero, DuckArray, NoTangent, Thunk, unthunk
 
 from ._numpy_linear import conj, register_bilinear, sum_to
+from ._util import asarray
 
 _NO = NoTangent()
 
@@ -27,7 +28,7 @@ __all__ = ["tensordot_adjoints"]
 
 def _matmul_operands(ȳ: Any, a: Any, b: Any) -> tuple:
     """``a``, ``b`` and ``ȳ`` with matmul's 1-d promotions made explicit."""
-    A, B, Y = np.asarray(a), np.asarray(b), np.asarray(ȳ)
+    A, B, Y = asarray(a), asarray(b), asarray(ȳ)
     if B.ndim == 1:
         B, Y = B[:, None], Y[..., None]
     if A.ndim == 1:
@@ -87,7 +88,7 @@ def matmul_fast_cotangents(a: Any, b: Any, ȳ: Any, eager: bool = False) -> tupl
         return (_NO, ȳ, ȳ)
     dtype = a.dtype
     if type(ȳ) is not np.ndarray or ȳ.dtype != dtype:
-        ȳ = np.asarray(np.real(ȳ), dtype=dtype)
+        ȳ = asarray(np.real(ȳ), dtype=dtype)
     if a.ndim == 2:
         if b.ndim == 2:
             if eager:
@@ -126,19 +127,19 @@ def tensordot_adjoints(ȳ: Any, A: np.ndarray, B: np.ndarray, ia: list, ib: list
     ib = [i % B.ndim for i in ib]
     free_a = [i for i in range(A.ndim) if i not in ia]
     free_b = [i for i in range(B.ndim) if i not in ib]
-    Y = np.asarray(ȳ)
+    Y = asarray(ȳ)
     na = len(free_a)
 
     def grad_a() -> np.ndarray:
         G = np.tensordot(Y, conj(B), (list(range(na, Y.ndim)), free_b))
         # G's axes: A's free axes, then B's summed axes in B's order.
         order = free_a + [ia[j] for j in np.argsort(ib)]
-        return np.transpose(G, np.argsort(order))
+        return np.transpose(G, tuple(int(i) for i in np.argsort(order)))
 
     def grad_b() -> np.ndarray:
         G = np.tensordot(conj(A), Y, (free_a, list(range(na))))
         order = [ib[j] for j in np.argsort(ia)] + free_b
-        return np.transpose(G, np.argsort(order))
+        return np.transpose(G, tuple(int(i) for i in np.argsort(order)))
 
     return grad_a, grad_b
 
@@ -153,7 +154,7 @@ def _tensordot_axes(A: np.ndarray, axes: Any) -> tuple:
 
 def _tensordot_grad(which: int) -> Any:
     def grad(ȳ: Any, a: Any, b: Any, axes: Any = 2) -> np.ndarray:
-        A, B = np.asarray(a), np.asarray(b)
+        A, B = asarray(a), asarray(b)
         return tensordot_adjoints(ȳ, A, B, *_tensordot_axes(A, axes))[which]()
 
     return grad
@@ -162,13 +163,13 @@ def _tensordot_grad(which: int) -> Any:
 def _scalar_product_grads(ȳ: Any, a: Any, b: Any, which: int) -> np.ndarray:
     """Products where one factor is a scalar (0-d): plain broadcasting multiplication."""
     if which == 0:
-        return sum_to(np.asarray(ȳ * conj(np.asarray(b))), np.shape(a))
-    return sum_to(np.asarray(conj(np.asarray(a)) * ȳ), np.shape(b))
+        return sum_to(asarray(ȳ * conj(asarray(b))), np.shape(a))
+    return sum_to(asarray(conj(asarray(a)) * ȳ), np.shape(b))
 
 
 def _dot_grad(which: int) -> Any:
     def grad(ȳ: Any, a: Any, b: Any, **kw: Any) -> np.ndarray:
-        A, B = np.asarray(a), np.asarray(b)
+        A, B = asarray(a), asarray(b)
         if A.ndim == 0 or B.ndim == 0:
             return _scalar_product_grads(ȳ, A, B, which)
         if A.ndim <= 2 and B.ndim <= 2:
@@ -180,7 +181,7 @@ def _dot_grad(which: int) -> Any:
 
 def _inner_grad(which: int) -> Any:
     def grad(ȳ: Any, a: Any, b: Any) -> np.ndarray:
-        A, B = np.asarray(a), np.asarray(b)
+        A, B = asarray(a), asarray(b)
         if A.ndim == 0 or B.ndim == 0:
             return _scalar_product_grads(ȳ, A, B, which)
         return tensordot_adjoints(ȳ, A, B, [-1], [-1])[which]()
@@ -198,15 +199,15 @@ def _outer_grad(which: int) -> Any:
 
 def _vdot_grad_a(ȳ: Any, a: Any, b: Any) -> np.ndarray:
     # vdot(a, b) = Σ conj(a) b is antilinear in a: ā = b·conj(ȳ).
-    return (np.asarray(b) * np.conj(ȳ)).reshape(np.shape(a))
+    return (asarray(b) * np.conj(ȳ)).reshape(np.shape(a))
 
 
 def _vdot_grad_b(ȳ: Any, a: Any, b: Any) -> np.ndarray:
-    return (np.asarray(a) * ȳ).reshape(np.shape(b))
+    return (asarray(a) * ȳ).reshape(np.shape(b))
 
 
 def _kron_operands(a: Any, b: Any) -> tuple:
-    A, B = np.asarray(a), np.asarray(b)
+    A, B = asarray(a), asarray(b)
     d = max(A.ndim, B.ndim)
     return A.reshape((1,) * (d - A.ndim) + A.shape), B.reshape((1,) * (d - B.ndim) + B.shape)
 
@@ -236,9 +237,9 @@ def _cross_axes(kw: dict) -> tuple:
 def _cross_grad(which: int) -> Any:
     def grad(ȳ: Any, a: Any, b: Any, **kw: Any) -> np.ndarray:
         axa, axb, axc = _cross_axes(kw)
-        A = np.moveaxis(np.asarray(a), axa, -1)
-        B = np.moveaxis(np.asarray(b), axb, -1)
-        Y = np.moveaxis(np.asarray(ȳ), axc, -1) if np.ndim(ȳ) else ȳ
+        A = np.moveaxis(asarray(a), axa, -1)
+        B = np.moveaxis(asarray(b), axb, -1)
+        Y = np.moveaxis(asarray(ȳ), axc, -1) if np.ndim(ȳ) else ȳ
         if which == 0:  # ā = conj(b) × ȳ: the adjoint of a ↦ a × b
             return np.moveaxis(sum_to(np.cross(conj(B), Y), A.shape), -1, axa)
         return np.moveaxis(sum_to(np.cross(Y, conj(A)), B.shape), -1, axb)
@@ -258,7 +259,7 @@ def _check_cross(a: Any, b: Any, **kw: Any) -> None:
 # ``a @ b`` where either side is an array (the third entry settles ties).
 _OPERATOR_MATMUL = tuple(
     (operator.matmul, types)
-    for types in ((np.ndarray, object), (object, np.ndarray), (np.ndarray, np.ndarray))
+    for types in ((DuckArray, object), (object, DuckArray), (DuckArray, DuckArray))
 )
 _BILINEAR = [
     (np.matmul, _matmul_grad_a, _matmul_grad_b, _OPERATOR_MATMUL, matmul_fast_pullback),

@@ -37,7 +37,7 @@ from rulescore import AbstractZero, NoTangent, ZeroTangent, frule, rrule, unthun
 from ._linalg_util import bind, entries
 from ._numpy_elementwise import conj_if_complex
 from ._numpy_linear import dense, project_nested, sum_to
-from ._util import unbroadcast
+from ._util import asarray, unbroadcast
 
 __all__ = ["truncated_pullback"]
 
@@ -46,7 +46,7 @@ _ZERO = ZeroTangent()
 
 
 def _truncating(y: Any) -> bool:
-    return np.asarray(y).dtype.kind in "biu"
+    return asarray(y).dtype.kind in "biu"
 
 
 def truncated_pullback(n: int) -> Any:
@@ -74,7 +74,7 @@ def _linspace_adjoint(ȳ: Any, start: Any, stop: Any, num: int, endpoint: bool, 
     """``(start̄, stop̄)`` of ``linspace`` (broadcast shape, before unbroadcasting)."""
     ndim = len(_ends_shape(start, stop))
     t, _ = _ramp(num, endpoint, ndim, axis)
-    ȳ = np.asarray(ȳ)
+    ȳ = asarray(ȳ)
     axis = normalize_axis_index(axis, ndim + 1)
     to_stop = np.sum(ȳ * t, axis=axis)
     return np.sum(ȳ, axis=axis) - to_stop, to_stop
@@ -101,7 +101,7 @@ def linspace_rrule(start: Any, stop: Any, *rest: Any, **kw: Any) -> Any:
             ds, de = _linspace_adjoint(ȳ, start, stop, num, endpoint, axis)
         div = num - 1 if endpoint else num
         if not isinstance(step̄, AbstractZero) and div > 0:
-            ds, de = ds - np.asarray(step̄) / div, de + np.asarray(step̄) / div
+            ds, de = ds - asarray(step̄) / div, de + asarray(step̄) / div
         return (_NO, unbroadcast(start, ds), unbroadcast(stop, de), *nots)
 
     return out, linspace_pullback
@@ -158,12 +158,12 @@ def logspace_rrule(start: Any, stop: Any, *rest: Any, **kw: Any) -> Any:
         if isinstance(ȳ, AbstractZero):
             return tuple(out)
         s, e_, b, e = _logspace_parts(o)
-        ȳ = np.asarray(ȳ)
+        ȳ = asarray(ȳ)
         ē = ȳ * conj_if_complex(y * np.log(b))
         ds, de = _linspace_adjoint(ē, s, e_, o["num"], o["endpoint"], o["axis"])
         out[1], out[2] = unbroadcast(start, ds), unbroadcast(stop, de)
         if base_at is not None:
-            b̄ = sum_to(np.asarray(ȳ * conj_if_complex(e * b ** (e - 1))), np.shape(b))
+            b̄ = sum_to(asarray(ȳ * conj_if_complex(e * b ** (e - 1))), np.shape(b))
             out[3 + base_at] = project_nested(o["base"], b̄.reshape(np.shape(o["base"])))
         return tuple(out)
 
@@ -216,7 +216,7 @@ def geomspace_rrule(start: Any, stop: Any, *rest: Any, **kw: Any) -> Any:
         if isinstance(ȳ, AbstractZero):
             return (_NO, _ZERO, _ZERO, *nots)
         cs, ce, axis = _geomspace_coefficients(o, y, start, stop)
-        ȳ = np.asarray(ȳ)
+        ȳ = asarray(ȳ)
         ds = np.sum(ȳ * conj_if_complex(cs), axis=axis)
         de = np.sum(ȳ * conj_if_complex(ce), axis=axis)
         return (_NO, unbroadcast(start, ds), unbroadcast(stop, de), *nots)
@@ -262,7 +262,7 @@ def meshgrid_rrule(*xs: Any, **kw: Any) -> Any:
                 continue
             k = _grid_axis(i, n, indexing)
             others = tuple(a for a in range(n) if a != k)
-            dx = np.sum(np.asarray(ȳi), axis=others).reshape(np.shape(x))
+            dx = np.sum(asarray(ȳi), axis=others).reshape(np.shape(x))
             out.append(project_nested(x, dx))
         return tuple(out)
 

@@ -49,7 +49,7 @@ from rulescore import (
 
 from ._numpy_elementwise import conj_if_complex
 from ._quiet import quietly
-from ._util import is_zero, project
+from ._util import asarray, is_zero, project
 
 __all__ = ["bind_options", "reduced_axes"]
 
@@ -88,7 +88,7 @@ def reduced_axes(axis: Any, ndim: int) -> tuple:
 
 def _expand(ȳ: Any, axes: tuple, keepdims: bool) -> Any:
     """``ȳ`` with the reduced axes put back as length-1 axes, ready to broadcast."""
-    ȳ = np.asarray(ȳ)
+    ȳ = asarray(ȳ)
     return ȳ if keepdims or not axes else np.expand_dims(ȳ, axes)
 
 
@@ -213,7 +213,7 @@ def _others_product(x: Any, axes: tuple, mask: Any) -> Any:
     entry is the product of the non-zero entries and the rest are 0; with two or
     more zeros everything is 0.
     """
-    x = np.asarray(x)
+    x = asarray(x)
     if mask is not None:
         x = np.where(mask, x, 1)
     zero = x == 0
@@ -275,7 +275,7 @@ _register((np.prod, np.ndarray.prod), prod_rrule, prod_frule)
 
 def _centered(x: Any, axes: tuple, mask: Any, n: Any) -> Any:
     """x - mean(x) over ``axes`` (0 outside ``where=``)."""
-    x = np.asarray(x)
+    x = asarray(x)
     xm = x if mask is None else np.where(mask, x, 0)
     d = x - np.sum(xm, axis=axes, keepdims=True) / n
     return d if mask is None else np.where(mask, d, 0)
@@ -372,7 +372,7 @@ _register((np.std, np.ndarray.std), *_make_var(np.std, is_std=True))
 
 def _extremum_weights(x: Any, Ω: Any, opts: dict) -> tuple:
     """Weights 1/k on the k entries equal to their slice's extremum, and the axes."""
-    x = np.asarray(x)
+    x = asarray(x)
     shape = x.shape
     axes = reduced_axes(opts.get("axis"), len(shape))
     e = _expand(Ω, axes, _keepdims(opts))

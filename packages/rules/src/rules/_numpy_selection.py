@@ -56,7 +56,7 @@ from rulescore import (
 from ._numpy_linear import dense, dense_each, project_nested, tangent_dtype
 from ._numpy_reductions import _extremum_weights, _keepdims, bind_options
 from ._sequences import seq_cotangent, seq_entries
-from ._util import unbroadcast
+from ._util import asarray, unbroadcast
 
 __all__ = ["no_out"]
 
@@ -90,7 +90,7 @@ def _like_sequence(xs: Any, parts: list) -> Any:
     """Cotangents ``parts`` of the entries of ``xs``, in ``xs``'s own form."""
     if type(xs) is list or type(xs) is tuple:
         return project_nested(xs, parts)
-    return project_nested(xs, np.stack([np.asarray(unthunk(p)) for p in parts]))
+    return project_nested(xs, np.stack([asarray(unthunk(p)) for p in parts]))
 
 
 @rrule.register(np.select)
@@ -125,7 +125,7 @@ def _(ḟ: Any, *args: Any, **kw: Any) -> Any:
 
 
 def _choice_index(a: Any, n: int, mode: str) -> np.ndarray:
-    a = np.asarray(a)
+    a = asarray(a)
     if mode == "wrap":
         return a % n
     if mode == "clip":
@@ -184,7 +184,7 @@ def _piecewise_conditions(x: np.ndarray, condlist: Any, n_funcs: int) -> np.ndar
     """numpy's reading of ``condlist``: one boolean array per entry of ``funclist``."""
     if np.isscalar(condlist) or (not isinstance(condlist[0], (list, np.ndarray)) and x.ndim != 0):
         condlist = [condlist]
-    conds = np.asarray(condlist, dtype=bool)
+    conds = asarray(condlist, dtype=bool)
     if len(conds) == n_funcs - 1:  # the last function applies where no condition holds
         conds = np.concatenate([conds, ~np.any(conds, axis=0, keepdims=True)], axis=0)
     if len(conds) != n_funcs:
@@ -250,7 +250,7 @@ def _piecewise_rrule(
             dfuncs.append(df)
             dvals = unthunk(dvals)
             if not isinstance(dvals, AbstractZero):
-                full = np.zeros(y.shape, np.result_type(tangent_dtype(xa), np.asarray(dvals)))
+                full = np.zeros(y.shape, np.result_type(tangent_dtype(xa), asarray(dvals)))
                 full[cond] = dvals
                 dx = full if isinstance(dx, AbstractZero) else dx + full
             dargs = [
@@ -373,7 +373,7 @@ def ptp_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(ȳ, AbstractZero):
             return (_NO, _ZERO, *nots)
         w, axes = _ptp_weights(x, opts)
-        g = np.asarray(ȳ)
+        g = asarray(ȳ)
         if not _keepdims(opts) and axes:
             g = np.expand_dims(g, axes)
         return (_NO, project_nested(x, g * w), *nots)

@@ -40,7 +40,7 @@ from rulescore import NoTangent, Tangent, ZeroTangent, frule, non_differentiable
 from ._linalg_util import entries
 from ._numpy_order_statistics import scatter_add
 from ._numpy_statistics import split_tangents
-from ._util import is_zero, project
+from ._util import asarray, is_zero, project
 
 __all__ = []
 
@@ -83,7 +83,7 @@ def _gather_pullback(ū: Any, values: Any, sources: list) -> list:
     owner, counts = _owners(values, sources)
     hit = owner >= 0
     at = np.where(hit, owner, 0)
-    ū = np.ravel(np.asarray(ū))
+    ū = np.ravel(asarray(ū))
     share = ū[at] / np.maximum(counts, 1)[at] if ū.size else np.zeros(owner.size)
     flat = np.where(hit, share, 0)
     return [project(s, d) for s, d in zip(sources, _split(flat, sources))]

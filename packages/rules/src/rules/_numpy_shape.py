@@ -22,6 +22,7 @@ import numpy as np
 from rulescore import AbstractZero, Tangent, backing, unthunk
 
 from ._numpy_linear import register_linear, sum_to
+from ._util import asarray
 
 __all__ = ["gather_adjoint", "transpose_axes"]
 
@@ -39,11 +40,11 @@ def gather_adjoint(f: Callable[..., Any]) -> Callable[..., Any]:
     """
 
     def adjoint(ȳ: Any, x: Any, *rest: Any, **kw: Any) -> np.ndarray:
-        x = np.asarray(x)
+        x = asarray(x)
         where = np.empty_like(x, dtype=np.intp)
         where[...] = np.arange(x.size).reshape(x.shape)
-        src = np.asarray(f(where, *rest, **kw))
-        ȳ = np.asarray(ȳ)
+        src = asarray(f(where, *rest, **kw))
+        ȳ = asarray(ȳ)
         out = np.bincount(src.ravel(), ȳ.real.ravel(), minlength=x.size)
         if np.iscomplexobj(ȳ):
             out = out + 1j * np.bincount(src.ravel(), ȳ.imag.ravel(), minlength=x.size)
@@ -54,18 +55,25 @@ def gather_adjoint(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def _order(x: Any, order: str) -> str:
     if order == "A":
-        return "F" if np.isfortran(np.asarray(x)) else "C"
+        return "F" if np.isfortran(asarray(x)) else "C"
     return order
 
 
+def _reshape_to(ȳ: Any, x: Any, order: str) -> Any:
+    order = _order(x, order)
+    if order == "C":  # numpy's default, and all that dask's reshape accepts
+        return np.reshape(ȳ, np.shape(x))
+    return np.reshape(ȳ, np.shape(x), order=order)
+
+
 def _reshape_adjoint(ȳ: Any, x: Any, *shape: Any, order: str = "C", **kw: Any) -> Any:
-    return np.reshape(ȳ, np.shape(x), order=_order(x, order))
+    return _reshape_to(ȳ, x, order)
 
 
 def _ravel_adjoint(ȳ: Any, x: Any, order: str = "C") -> Any:
     if order == "K":
         return gather_adjoint(np.ravel)(ȳ, x, order="K")
-    return np.reshape(ȳ, np.shape(x), order=_order(x, order))
+    return _reshape_to(ȳ, x, order)
 
 
 def _to_shape_adjoint(ȳ: Any, x: Any, *rest: Any, **kw: Any) -> Any:
@@ -101,7 +109,7 @@ def _moveaxis_adjoint(ȳ: Any, x: Any, source: Any, destination: Any) -> Any:
 
 
 def _broadcast_to_adjoint(ȳ: Any, x: Any, *rest: Any, **kw: Any) -> Any:
-    return sum_to(np.asarray(ȳ), np.shape(x))
+    return sum_to(asarray(ȳ), np.shape(x))
 
 
 def _involution(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -129,7 +137,7 @@ def _tile_adjoint(ȳ: Any, x: Any, reps: Any) -> Any:
 
 def _repeat_adjoint(ȳ: Any, x: Any, repeats: Any, axis: Any = None) -> Any:
     shape = np.shape(x)
-    ȳ = np.asarray(ȳ)
+    ȳ = asarray(ȳ)
     if axis is None:
         ȳ, axis, target = ȳ.ravel(), 0, (int(np.prod(shape)),)
     else:
@@ -152,9 +160,9 @@ _GATHER_PAD_MODES = ("edge", "reflect", "symmetric", "wrap")
 def _pad_adjoint(ȳ: Any, x: Any, pad_width: Any, mode: str = "constant", **kw: Any) -> Any:
     if mode == "constant" or mode == "empty":
         n = np.ndim(x)
-        widths = np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (n, 2))
+        widths = np.broadcast_to(asarray(pad_width, dtype=np.intp), (n, 2))
         core = tuple(slice(lo, ȳ.shape[i] - hi) for i, (lo, hi) in enumerate(widths))
-        return np.asarray(ȳ)[core]
+        return asarray(ȳ)[core]
     if mode in _GATHER_PAD_MODES:
         return gather_adjoint(np.pad)(ȳ, x, pad_width, mode, **kw)
     raise NotImplementedError(
@@ -204,12 +212,17 @@ def _split_adjoint(ȳ: Any, x: Any, indices_or_sections: Any, axis: int = 0) -> 
 
 def _pieces(ȳ: Any, xs: Any, shapes: list, axis: int) -> list:
     """Split ``ȳ`` along ``axis`` into pieces of ``shapes``, each reshaped to its ``x``."""
-    bounds = np.cumsum([s[axis] for s in shapes])[:-1]
-    return [np.reshape(p, np.shape(x)) for p, x in zip(np.split(ȳ, bounds, axis=axis), xs)]
+    # By slicing, not np.split: the same views, and lazy for every array library.
+    pieces, start, lead = [], 0, (slice(None),) * axis
+    for s, x in zip(shapes, xs):
+        stop = start + s[axis]
+        pieces.append(np.reshape(ȳ[(*lead, slice(start, stop))], np.shape(x)))
+        start = stop
+    return pieces
 
 
 def _concatenate_adjoint(ȳ: Any, xs: Any, axis: Any = 0, **kw: Any) -> list:
-    ȳ = np.asarray(ȳ)
+    ȳ = asarray(ȳ)
     if axis is None:
         return _pieces(ȳ, xs, [(np.size(x),) for x in xs], 0)
     return _pieces(ȳ, xs, [np.shape(x) for x in xs], axis % ȳ.ndim)
@@ -217,15 +230,15 @@ def _concatenate_adjoint(ȳ: Any, xs: Any, axis: Any = 0, **kw: Any) -> list:
 
 def _hstack_adjoint(ȳ: Any, xs: Any, **kw: Any) -> list:
     shapes = [np.shape(np.atleast_1d(x)) for x in xs]
-    return _pieces(np.asarray(ȳ), xs, shapes, 0 if len(shapes[0]) == 1 else 1)
+    return _pieces(asarray(ȳ), xs, shapes, 0 if len(shapes[0]) == 1 else 1)
 
 
 def _vstack_adjoint(ȳ: Any, xs: Any, **kw: Any) -> list:
-    return _pieces(np.asarray(ȳ), xs, [np.shape(np.atleast_2d(x)) for x in xs], 0)
+    return _pieces(asarray(ȳ), xs, [np.shape(np.atleast_2d(x)) for x in xs], 0)
 
 
 def _stack_adjoint(ȳ: Any, xs: Any, axis: int = 0, **kw: Any) -> list:
-    return list(np.moveaxis(np.asarray(ȳ), axis, 0))
+    return list(np.moveaxis(asarray(ȳ), axis, 0))
 
 
 _LINEAR = [

@@ -46,7 +46,7 @@ from ._numpy_linear import register_bilinear
 from ._numpy_order_statistics import scatter_add
 from ._numpy_reductions import bind_options
 from ._numpy_statistics import argument, split_tangents
-from ._util import is_zero, project, unbroadcast
+from ._util import asarray, is_zero, project, unbroadcast
 
 __all__ = []
 
@@ -81,7 +81,7 @@ def _periodic_layout(x: Any, xp: Any, fp: Any, period: Any) -> tuple:
     and ``fp``, the original index of each extended knot, and the derivatives of
     the reduced ``x`` and extended ``xp`` with respect to ``period``."""
     P = abs(float(period))
-    X, XP = np.asarray(x, dtype=np.float64), np.asarray(xp, dtype=np.float64)
+    X, XP = asarray(x, dtype=np.float64), asarray(xp, dtype=np.float64)
     order = np.argsort(XP % P)
     src = np.concatenate([order[-1:], order, order[:1]])
     xr = X % P
@@ -89,14 +89,14 @@ def _periodic_layout(x: Any, xp: Any, fp: Any, period: Any) -> tuple:
     sign = np.sign(float(period))
     dxr = -np.floor(X / P) * sign
     dxpe = (-np.floor(XP / P)[src] + np.concatenate([[-1.0], np.zeros(order.size), [1.0]])) * sign
-    return xr, xpe, np.asarray(fp)[src], src, dxr, dxpe
+    return xr, xpe, asarray(fp)[src], src, dxr, dxpe
 
 
 def _interp_setup(x: Any, xp: Any, fp: Any, period: Any) -> tuple:
     """The arrays the interpolation runs on and the maps back to the arguments."""
     if period is None:
-        XP = np.asarray(xp, dtype=np.float64)
-        return np.asarray(x, dtype=np.float64), XP, np.asarray(fp), None, None, None
+        XP = asarray(xp, dtype=np.float64)
+        return asarray(x, dtype=np.float64), XP, asarray(fp), None, None, None
     return _periodic_layout(x, xp, fp, period)
 
 
@@ -114,7 +114,7 @@ def interp_rrule(x: Any, xp: Any, fp: Any, *args: Any, **kwargs: Any) -> Any:
         if is_zero(ȳ):
             return (_NO, _ZERO, _ZERO, _ZERO, *rest)
         X, XP, FP, src, dxr, dxpe = _interp_setup(x, xp, fp, period)
-        g = np.broadcast_to(np.asarray(ȳ), np.shape(X))
+        g = np.broadcast_to(asarray(ȳ), np.shape(X))
         j, t, slope, below, inside, above = _interp_parts(X, XP, FP)
         n = XP.size
         gi = np.where(inside, g, 0)
@@ -194,7 +194,7 @@ def _mode(rest: tuple, kw: dict, default: str) -> str:
 
 def _as_full(ȳ: Any, n: int, m: int, mode: str, is_correlate: bool) -> np.ndarray:
     """``ȳ`` placed where its mode's output sits in the full output (zeros elsewhere)."""
-    g = np.asarray(ȳ)
+    g = asarray(ȳ)
     if mode == "full":
         return g
     k = min(n, m)
@@ -208,7 +208,7 @@ def _as_full(ȳ: Any, n: int, m: int, mode: str, is_correlate: bool) -> np.ndarr
 
 
 def _signal_operands(a: Any, v: Any) -> tuple:
-    return np.atleast_1d(np.asarray(a)), np.atleast_1d(np.asarray(v))
+    return np.atleast_1d(asarray(a)), np.atleast_1d(asarray(v))
 
 
 def _convolve_grad(which: int) -> Callable:
@@ -253,7 +253,7 @@ def _polyder_values(P: np.ndarray, X: Any) -> Any:
 
 def _powers(X: Any, n: int) -> np.ndarray:
     """``x ** (n-1), ..., x, 1`` along a new last axis: ∂polyval/∂p."""
-    return np.asarray(X)[..., None] ** np.arange(n - 1, -1, -1)
+    return asarray(X)[..., None] ** np.arange(n - 1, -1, -1)
 
 
 @rrule.register(np.polyval)
@@ -265,8 +265,8 @@ def polyval_rrule(p: Any, x: Any) -> Any:
         ȳ = unthunk(ȳ)
         if is_zero(ȳ):
             return (_NO, _ZERO, _ZERO)
-        P = np.asarray(p)
-        g = np.broadcast_to(np.asarray(ȳ), np.shape(Ω))
+        P = asarray(p)
+        g = np.broadcast_to(asarray(ȳ), np.shape(Ω))
         V = _powers(np.broadcast_to(x, np.shape(Ω)), P.size)
         dp = np.sum(g[..., None] * conj_if_complex(V), axis=tuple(range(g.ndim)))
         dx = unbroadcast(x, g * conj_if_complex(_polyder_values(P, x)))
@@ -284,9 +284,9 @@ def polyval_frule(ḟ: Any, ṗ: Any, ẋ: Any, p: Any, x: Any) -> Any:
         return Ω, _ZERO
     dΩ: Any = 0
     if not is_zero(ṗ):
-        dΩ = np.polyval(np.asarray(ṗ), x)
+        dΩ = np.polyval(asarray(ṗ), x)
     if not is_zero(ẋ):
-        dΩ = dΩ + _polyder_values(np.asarray(p), x) * ẋ
+        dΩ = dΩ + _polyder_values(asarray(p), x) * ẋ
     return Ω, project(Ω, np.broadcast_to(dΩ, np.shape(Ω)))
 
 
@@ -296,7 +296,7 @@ def polyval_frule(ḟ: Any, ṗ: Any, ẋ: Any, p: Any, x: Any) -> Any:
 def _sinc_d(x: Any, Ω: Any) -> Any:
     """sinc'(x) = (cos πx - sinc x)/x, from its series -π²x/3 + π⁴x³/30 near 0 (where
     the formula cancels), in double precision."""
-    x = np.asarray(x)
+    x = asarray(x)
     x = x.astype(np.result_type(x, np.float64))
     y = np.pi * x
     small = np.abs(y) < 1e-2
@@ -311,7 +311,7 @@ def _i1(x: Any, Ω: Any = None) -> Any:
     Every term has the sign of x, so the partial sums carry no cancellation; the
     loop runs until the terms no longer change the sum (about |x|/2 + 20 terms).
     """
-    half = np.asarray(x, dtype=np.float64) / 2
+    half = asarray(x, dtype=np.float64) / 2
     q = half * half
     term = half
     total = half
@@ -345,7 +345,7 @@ def _nan_to_num_opts(args: tuple, kwargs: dict) -> dict:
 
 
 def _real_parts(t: Any, complex_: bool) -> tuple:
-    t = np.asarray(t)
+    t = asarray(t)
     return (np.real(t), np.imag(t)) if complex_ else (t,)
 
 
@@ -364,7 +364,7 @@ def nan_to_num_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
                 rest[slot] = _ZERO
         if is_zero(ȳ):
             return (_NO, _ZERO, *rest)
-        X = np.asarray(x)
+        X = asarray(x)
         cplx = X.dtype.kind == "c"
         parts, grads = _real_parts(X, cplx), _real_parts(ȳ, cplx)
         kept = [np.where(np.isfinite(p), g, 0) for p, g in zip(parts, grads)]
@@ -388,7 +388,7 @@ def nan_to_num_frule(ḟ: Any, *args: Any, **kwargs: Any) -> Any:
     fills = {slot: optional_tangent(tangents, 1 + slot) for _, _, slot in _REPLACEMENTS}
     if is_zero(ẋ) and all(is_zero(t) for t in fills.values()):
         return Ω, _ZERO
-    X = np.asarray(x)
+    X = asarray(x)
     cplx = X.dtype.kind == "c"
     parts = _real_parts(X, cplx)
     tans = _real_parts(dense_tangent(ẋ, X.shape), cplx)

@@ -57,7 +57,7 @@ from ._numpy_reductions import (
     bind_options,
     reduced_axes,
 )
-from ._util import is_zero, project
+from ._util import asarray, is_zero, project
 
 __all__ = ["argument", "split_tangents"]
 
@@ -94,7 +94,7 @@ _NANMAX_ARGS = ("axis", "out", "keepdims", "initial", "where")
 def _present(x: Any, opts: dict) -> tuple[np.ndarray, dict, tuple]:
     """The mask of entries that count (not NaN, inside ``where=``), ``opts`` with it
     as ``where=``, and the reduced axes."""
-    x = np.asarray(x)
+    x = asarray(x)
     mask = ~np.isnan(x)
     user = _where_mask(opts, x.shape)
     if user is not None:
@@ -125,7 +125,7 @@ def _nanextremum_weights(x: Any, Ω: Any, opts: dict) -> tuple:
 def _spread_weights(x: Any, Ω: Any, opts: dict, is_std: bool) -> tuple:
     mask, masked, axes = _present(x, opts)
     _, d, dof = _var_parts(x, masked)
-    w = d * (2 / np.asarray(dof, dtype=np.float64))
+    w = d * (2 / asarray(dof, dtype=np.float64))
     if is_std:
         w = w * _half_inverse(_expand(Ω, axes, _keepdims(opts)))
     # all-NaN slices (and too few entries for ddof) give NaN results independent of x
@@ -202,7 +202,7 @@ _AVERAGE_ARGS = ("axis", "weights", "returned")
 def _weights_layout(a: np.ndarray, w: Any, axis: Any) -> tuple:
     """``w`` reshaped to broadcast against ``a`` (as numpy.average does), and the
     map from a cotangent broadcast to ``a``'s shape back to ``w``'s shape."""
-    w = np.asarray(w)
+    w = asarray(w)
     if w.shape == a.shape:
         return w, lambda dw: np.array(np.broadcast_to(dw, a.shape))
     axes = normalize_axis_tuple(axis, a.ndim)
@@ -222,7 +222,7 @@ def _average_parts(a: Any, axis: Any, weights: Any) -> tuple:
     """``a`` as an array, the weights laid out to broadcast against it (None: equal),
     their sum per output (keepdims shape), the reduced axes and the map back to
     ``weights``' shape."""
-    A = np.asarray(a)
+    A = asarray(a)
     axes = reduced_axes(axis, A.ndim)
     if weights is None:
         return A, None, _count(A.shape, axes, None), axes, None
@@ -322,15 +322,15 @@ def _cov_setup(m: Any, y: Any, opts: dict) -> tuple:
     ``(m̄, ȳ)``."""
     rowvar, dtype = opts.get("rowvar", True), opts.get("dtype")
     if dtype is None:
-        dtype = np.result_type(np.asarray(m), np.float64, *(() if y is None else (y,)))
+        dtype = np.result_type(asarray(m), np.float64, *(() if y is None else (y,)))
     X = _cov_layout(m, y, rowvar, dtype)
     ddof = opts.get("ddof")
     if ddof is None:
         ddof = 0 if opts.get("bias", False) else 1
     fw, aw = opts.get("fweights"), opts.get("aweights")
-    w = None if fw is None else np.asarray(fw, dtype=float)
+    w = None if fw is None else asarray(fw, dtype=float)
     if aw is not None:
-        aw = np.asarray(aw, dtype=float)
+        aw = asarray(aw, dtype=float)
         w = aw if w is None else w * aw
     if w is None:
         fact = X.shape[1] - ddof
@@ -391,8 +391,8 @@ def _data_tangent(tangents: tuple, m: Any, y: Any, extra: tuple, opts: dict) -> 
     ẏ = unthunk(tangents[1]) if len(tangents) > 1 and extra[0] is not None else _ZERO
     if is_zero(ṁ) and is_zero(ẏ):
         return None
-    dm = np.zeros(np.shape(m)) if is_zero(ṁ) else np.asarray(ṁ)
-    dy = None if y is None else np.zeros(np.shape(y)) if is_zero(ẏ) else np.asarray(ẏ)
+    dm = np.zeros(np.shape(m)) if is_zero(ṁ) else asarray(ṁ)
+    dy = None if y is None else np.zeros(np.shape(y)) if is_zero(ẏ) else asarray(ẏ)
     return _cov_layout(dm, dy, opts.get("rowvar", True), None)
 
 

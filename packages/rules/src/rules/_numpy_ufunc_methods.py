@@ -50,7 +50,7 @@ from rulescore import NoTangent, ZeroTangent, frule, rrule, unthunk
 
 from ._numpy_elementwise import no_ufunc_kwargs
 from ._numpy_reductions import bind_options
-from ._util import is_zero, project
+from ._util import asarray, is_zero, project
 
 __all__ = []
 
@@ -66,7 +66,7 @@ def _dense(t: Any, like: np.ndarray) -> Any:
     t = unthunk(t)
     if is_zero(t):
         return np.zeros(like.shape, like.dtype)
-    return np.broadcast_to(np.asarray(t), like.shape)
+    return np.broadcast_to(asarray(t), like.shape)
 
 
 def _no_kwargs_but(f: Any, kwargs: dict, allowed: tuple = ()) -> None:
@@ -161,7 +161,7 @@ def ufunc_accumulate_rrule(ufunc: Any, x: Any, *args: Any, **kwargs: Any) -> Any
             return (NoTangent(), NoTangent(), ZeroTangent(), *rest)
         if ufunc in _CUMULATIVE:
             return (NoTangent(), NoTangent(), pb(ȳ)[1], *rest)
-        xa = np.asarray(x)
+        xa = asarray(x)
         ax = normalize_axis_index(axis, xa.ndim)
         ȳm = np.moveaxis(np.broadcast_to(ȳ, Ω.shape), ax, 0)
         dx = _fold_pullback(ufunc, np.moveaxis(xa, ax, 0), np.moveaxis(Ω, ax, 0), ȳm)
@@ -183,7 +183,7 @@ def ufunc_accumulate_frule(ḟ: Any, *args: Any, **kwargs: Any) -> Any:
     Ω = ufunc.accumulate(x, *extra, **kwargs)
     if is_zero(ẋ):
         return Ω, ZeroTangent()
-    xa = np.asarray(x)
+    xa = asarray(x)
     ax = normalize_axis_index(axis, xa.ndim)
     ẋm = np.moveaxis(np.broadcast_to(ẋ, xa.shape), ax, 0)
     ẏ = _fold_tangent(ufunc, ẋm, np.moveaxis(xa, ax, 0), np.moveaxis(Ω, ax, 0))
@@ -206,7 +206,7 @@ def _generic_reduce_parts(ufunc: Any, x: Any, opts: dict) -> tuple:
     bad = {k: v for k, v in opts.items() if k in ("initial", "where", "dtype")}
     bad = {k: v for k, v in bad.items() if v is not np._NoValue and v is not True and v is not None}
     no_ufunc_kwargs(ufunc, bad)
-    xa = np.asarray(x)
+    xa = asarray(x)
     axes = _reduce_axes(opts, xa.ndim)
     kept = [i for i in range(xa.ndim) if i not in axes]
     xm = np.transpose(xa, (*axes, *kept)).reshape((-1, *(xa.shape[i] for i in kept)))
@@ -253,7 +253,7 @@ def _reduce_rrule(ufunc: Any, x: Any, args: tuple, kwargs: dict) -> tuple:
         ȳm = np.zeros(ym.shape, np.result_type(ym, ȳ))
         ȳm[-1] = np.reshape(ȳ, ym.shape[1:])
         dxm = _fold_pullback(ufunc, xm, ym, ȳm)
-        return project(x, _unflatten(dxm, np.asarray(x), axes, kept))
+        return project(x, _unflatten(dxm, asarray(x), axes, kept))
 
     return Ω, reduce_pullback
 
@@ -278,7 +278,7 @@ def _reduce_frule(ufunc: Any, ẋ: Any, x: Any, args: tuple, kwargs: dict) -> tu
     xm, ym, axes, kept, shape = _generic_reduce_parts(ufunc, x, opts)
     if is_zero(ẋ) or np.size(x) == 0:
         return Ω, ZeroTangent()
-    xa = np.asarray(x)
+    xa = asarray(x)
     ẋm = np.transpose(np.broadcast_to(ẋ, xa.shape), (*axes, *kept)).reshape((-1, *ym.shape[1:]))
     ẋm = np.concatenate([np.zeros((len(xm) - len(ẋm), *ym.shape[1:]), ẋm.dtype), ẋm])
     ẏ = _fold_tangent(ufunc, ẋm, xm, ym)[-1]
@@ -313,7 +313,7 @@ def ufunc_reduce_frule(ḟ: Any, *args: Any, **kwargs: Any) -> Any:
 
 def _segments(indices: Any, n: int) -> list:
     """The slice along the axis behind each entry of ``reduceat``'s result."""
-    idx = [int(i) for i in np.asarray(indices).reshape(-1)]
+    idx = [int(i) for i in asarray(indices).reshape(-1)]
     out = []
     for i, s in enumerate(idx):
         e = idx[i + 1] if i + 1 < len(idx) else n
@@ -339,7 +339,7 @@ def ufunc_reduceat_rrule(ufunc: Any, x: Any, indices: Any, *args: Any, **kwargs:
         ȳ = unthunk(ȳ)
         if is_zero(ȳ):
             return (NoTangent(), NoTangent(), ZeroTangent(), NoTangent(), *rest)
-        xa = np.moveaxis(np.asarray(x), axis, 0)
+        xa = np.moveaxis(asarray(x), axis, 0)
         ȳm = np.moveaxis(np.broadcast_to(ȳ, Ω.shape), axis, 0)
         dx = np.zeros(xa.shape, np.result_type(xa, ȳm))
         for i, seg in enumerate(_segments(indices, xa.shape[0])):
@@ -365,7 +365,7 @@ def ufunc_reduceat_frule(ḟ: Any, *args: Any, **kwargs: Any) -> Any:
     axis = _reduceat_axis(x, tuple(extra), kwargs)
     if is_zero(ẋ):
         return Ω, ZeroTangent()
-    xa = np.moveaxis(np.asarray(x), axis, 0)
+    xa = np.moveaxis(asarray(x), axis, 0)
     ẋa = np.moveaxis(np.broadcast_to(ẋ, np.shape(x)), axis, 0)
     ẏ = np.zeros((len(_segments(indices, 0)), *xa.shape[1:]), np.result_type(Ω, ẋa))
     for i, seg in enumerate(_segments(indices, xa.shape[0])):

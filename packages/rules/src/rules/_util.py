@@ -7,9 +7,17 @@ from typing import Any
 
 import numpy as np
 
-from rulescore import AbstractZero, ProjectTo, non_differentiable, unthunk
+from rulescore import AbstractZero, ProjectTo, is_duck_array, non_differentiable, unthunk
 
-__all__ = ["REFCOUNTS_CALIBRATED", "finfo", "getrefcount", "is_zero", "project", "unbroadcast"]
+__all__ = [
+    "REFCOUNTS_CALIBRATED",
+    "asarray",
+    "finfo",
+    "getrefcount",
+    "is_zero",
+    "project",
+    "unbroadcast",
+]
 
 _ndarray = np.ndarray
 
@@ -48,6 +56,22 @@ def finfo(dtype: Any) -> Any:
 non_differentiable(finfo)
 
 
+def asarray(x: Any, dtype: Any = None) -> Any:
+    """``np.asarray(x, dtype)``, except that an array of another library that follows
+    numpy's protocols (a dask or CuPy array) stays in its library, uncomputed.
+
+    Rules read their array arguments through this, so that one rule serves them all.
+
+    >>> asarray([1.0, 2.0])
+    array([1., 2.])
+    """
+    if type(x) is _ndarray and dtype is None:
+        return x
+    if is_duck_array(x):
+        return x if dtype is None or x.dtype == dtype else x.astype(dtype)
+    return np.asarray(x, dtype=dtype)
+
+
 def is_zero(x: Any) -> bool:
     """True for ``ZeroTangent()``/``NoTangent()`` (test with this, not ``== 0``)."""
     return isinstance(x, AbstractZero)
@@ -83,7 +107,7 @@ def unbroadcast(x: Any, dx: Any) -> Any:
     shape = np.shape(x)
     dshape = np.shape(dx)
     if dshape != shape:
-        dx = np.asarray(dx)
+        dx = asarray(dx)
         extra = dx.ndim - len(shape)
         if extra < 0:
             dx = np.broadcast_to(dx, shape)

@@ -22,6 +22,7 @@ The vocabulary shared by rule authors and ADs, after ChainRulesCore.jl:
 (9.0, 6.0)
 """
 
+from ._arrays import DuckArray, is_duck_array
 from ._config import (
     HasForwardsMode,
     HasReverseMode,
@@ -60,6 +61,7 @@ __all__ = [
     "AmbiguousRuleError",
     "ConfigModeError",
     "CotangentError",
+    "DuckArray",
     "FRule",
     "HasForwardsMode",
     "HasReverseMode",
@@ -84,6 +86,7 @@ __all__ = [
     "derivatives_given_output",
     "frule",
     "frule_via_ad",
+    "is_duck_array",
     "ignore_derivatives",
     "iszero",
     "load_lazy_rules",

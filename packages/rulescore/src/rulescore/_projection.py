@@ -25,6 +25,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from ._arrays import DuckArray
 from ._tangent import Tangent
 from ._thunks import AbstractThunk, InplaceableThunk, Thunk, unthunk
 from ._zeros import AbstractZero, NoTangent
@@ -124,6 +125,10 @@ class _ToReal(Projector):
                     return float(dx.real)
                 if isinstance(dx, np.number):
                     return float(dx)
+            if isinstance(dx, DuckArray) and dx.shape == ():
+                # A 0-d dask or CuPy array stays one: reading it as a float would
+                # compute it (dask) or copy it to the host (CuPy).
+                return dx.real if dx.dtype.kind == "c" else dx
         if isinstance(dx, bool):
             raise self._wrong(dx, "a real number")
         if isinstance(dx, numbers.Real):
@@ -154,6 +159,8 @@ class _ToComplex(Projector):
             return complex(dx)
         if np is not None and isinstance(dx, np.number):
             return complex(dx)
+        if np is not None and isinstance(dx, DuckArray) and dx.shape == ():
+            return dx  # stays in its library, uncomputed
         raise self._wrong(dx, "a complex number")
 
     def __repr__(self) -> str:
@@ -175,6 +182,12 @@ class _ToArray(Projector):
         if type(dx) is np.ndarray and dx.dtype == self.dtype and dx.shape == self.shape:
             return dx[()] if self.scalar else dx
         if isinstance(dx, (Tangent, tuple, dict)) or not _is_numeric(dx, np):
+            if isinstance(dx, DuckArray) and tuple(dx.shape) == self.shape:
+                # A numpy primal whose derivative a dask or CuPy computation made:
+                # it stays in that library (uncomputed) for the caller to compute.
+                if self.dtype.kind != "c" and dx.dtype.kind == "c":
+                    dx = dx.real
+                return dx if dx.dtype == self.dtype else dx.astype(self.dtype)
             raise self._wrong(dx, f"an array of shape {self.shape} and dtype {self.dtype}")
         arr = np.asarray(dx)
         if arr.shape != self.shape:
@@ -186,6 +199,36 @@ class _ToArray(Projector):
 
     def __repr__(self) -> str:
         return f"ProjectTo(ndarray, shape={self.shape}, dtype={self.dtype})"
+
+
+class _ToDuckArray(Projector):
+    """Arrays of another library that follows numpy's protocols (dask, CuPy): keep
+    shape, floating dtype and library, without computing anything (a dask
+    cotangent stays lazy)."""
+
+    __slots__ = ("dtype", "like", "shape")
+
+    def __init__(self, like: Any, dtype: Any) -> None:
+        self.like = like  # the primal: numpy arrays are moved into its library
+        self.shape = like.shape
+        self.dtype = dtype
+
+    def project(self, dx: Any) -> Any:
+        np = _numpy()
+        if isinstance(dx, (Tangent, tuple, dict)) or not (
+            isinstance(dx, DuckArray) or _is_numeric(dx, np)
+        ):
+            raise self._wrong(dx, f"an array of shape {self.shape} and dtype {self.dtype}")
+        if not isinstance(dx, type(self.like)):
+            dx = np.asarray(dx, like=self.like)
+        if tuple(dx.shape) != tuple(self.shape):
+            raise self._wrong(dx, f"an array of shape {self.shape} and dtype {self.dtype}")
+        if self.dtype.kind != "c" and dx.dtype.kind == "c":
+            dx = dx.real
+        return dx if dx.dtype == self.dtype else dx.astype(self.dtype)
+
+    def __repr__(self) -> str:
+        return f"ProjectTo({type(self.like).__name__}, shape={self.shape}, dtype={self.dtype})"
 
 
 def _is_numeric(dx: Any, np: Any) -> bool:
@@ -355,6 +398,13 @@ def ProjectTo(x: Any) -> Callable[[Any], Any]:
         else:
             return _ANY
         return _ToArray(x.shape, dtype, isinstance(x, np.generic))
+    if np is not None and isinstance(x, DuckArray):
+        kind = x.dtype.kind
+        if kind == "b":
+            return _NO
+        if kind in "fc":
+            return _ToDuckArray(x, x.dtype)
+        return _ToDuckArray(x, np.dtype(np.float64)) if kind in "iu" else _ANY
     if isinstance(x, numbers.Real):
         return _REAL
     if isinstance(x, numbers.Complex):
