@@ -167,9 +167,8 @@ def _rechunk_rules(rechunk: Callable) -> None:
 
 def register_dask() -> None:
     """The loader for ``dask.array``."""
-    import dask.array as da
-
     register_library("dask.array", "Array")
+    da = sys.modules["dask.array"]  # imported: this runs when it is
     for f in (da.rechunk, da.Array.rechunk):
         _rechunk_rules(f)
 
