@@ -1034,3 +1034,82 @@ if sc is not None:
         CASES[f"scipy.stats.poisson.{_kind}"] = Case(
             _at_counts(getattr(st.poisson, _kind)), (u(0.5, 3.0, (3,)),)
         )
+
+# ---------------------------------------------------------------- numpy.polynomial.polynomial
+import numpy.polynomial.polynomial as _P  # noqa: E402
+
+_SIMPLE = _P.polyfromroots(np.array([-1.5, 0.5, 2.0]))  # simple, separated real roots
+_PM = "numpy.polynomial.polynomial."
+CASES.update(
+    {
+        _PM + "polyval": Case(
+            lambda x, c: _P.polyval(x, c), (n((3,)), n((4,), 1)), (cn((3,)), cn((4,), 1))
+        ),
+        _PM + "polyval2d": Case(
+            lambda x, y, c: _P.polyval2d(x, y, c),
+            (n((3,)), n((3,), 1), n((3, 2), 2)),
+            (cn((3,)), cn((3,), 1), cn((3, 2), 2)),
+        ),
+        _PM + "polyval3d": Case(
+            lambda x, y, z, c: _P.polyval3d(x, y, z, c),
+            (n((2,)), n((2,), 1), n((2,), 2), n((2, 2, 3), 3)),
+        ),
+        _PM + "polygrid2d": Case(
+            lambda x, y, c: _P.polygrid2d(x, y, c),
+            (n((3,)), n((2,), 1), n((3, 2), 2)),
+            (cn((3,)), cn((2,), 1), cn((3, 2), 2)),
+        ),
+        _PM + "polygrid3d": Case(
+            lambda x, y, z, c: _P.polygrid3d(x, y, z, c),
+            (n((2,)), n((2,), 1), n((3,), 2), n((2, 2, 3), 3)),
+        ),
+        _PM + "polyadd": Case(
+            lambda a, b: _P.polyadd(a, b), (n((3,)), n((2,), 1)), (cn((3,)), cn((2,), 1))
+        ),
+        _PM + "polysub": Case(
+            lambda a, b: _P.polysub(a, b), (n((2,)), n((4,), 1)), (cn((2,)), cn((4,), 1))
+        ),
+        _PM + "polymul": Case(
+            lambda a, b: _P.polymul(a, b), (n((3,)), n((2,), 1)), (cn((3,)), cn((2,), 1))
+        ),
+        _PM + "polypow": Case(lambda c: _P.polypow(c, 3), (n((3,)),), (cn((3,)),)),
+        _PM + "polydiv": Case(
+            lambda p, q: _P.polydiv(p, q),
+            (n((5,)), np.array([-0.5, 0.3, 2.0])),
+            (cn((5,)), np.array([-0.5j, 0.3, 2.0 + 0.1j])),
+        ),
+        _PM + "polyfit": Case(
+            lambda x, y, w: _P.polyfit(x, y, [0, 2, 3], None, False, w),
+            (np.linspace(-1.0, 1.0, 7) + 0.05 * n((7,)), n((7,), 1), u(0.5, 1.5, (7,))),
+        ),
+        _PM + "polyfromroots": Case(lambda z: _P.polyfromroots(z), (n((3,)),), (cn((3,)),)),
+        _PM + "polyroots": Case(
+            lambda c: _P.polyroots(c), (_SIMPLE,), (_SIMPLE + 0.1j * cn((4,)).real,)
+        ),
+        _PM + "polycompanion": Case(
+            lambda c: _P.polycompanion(c),
+            (np.array([0.3, -1.0, 0.5, 2.0]),),
+            (np.array([0.3j, -1.0, 0.5, 2.0 + 0.2j]),),
+        ),
+    }
+)
+
+# ---------------------------------------------------------------- scipy.signal filters, odeint
+if sc is not None:
+    CASES.update(
+        {
+            "scipy.signal.lfilter": Case(
+                lambda b, a, x: ss.lfilter(b, a, x),
+                (n((3,)), np.array([1.2, -0.3, 0.1]), n((8,), 1)),
+                (cn((3,)), np.array([1.2 + 0.1j, -0.3, 0.1j]), cn((8,), 1)),
+            ),
+            "scipy.signal.detrend": Case(
+                lambda x: ss.detrend(x, 0, "linear", [3]), (n((7, 2)),), (cn((7, 2)),)
+            ),
+        }
+    )
+    EXCLUDED["scipy.integrate.odeint"] = (
+        "a higher-order function whose rules call back into the AD on the user's func "
+        "inside scipy's ODE solver (tested to first order in test_ad_odeint.py); a "
+        "second-order check would differentiate that solver loop itself"
+    )

@@ -56,9 +56,13 @@ register_lazy_rules("scipy.linalg", "rules._scipy_linalg")
 register_lazy_rules("scipy.stats", "rules._scipy_stats")
 register_lazy_rules("scipy.stats", "rules._scipy_stats_more")
 register_lazy_rules("scipy.signal", "rules._scipy_signal")
+register_lazy_rules("scipy.signal", "rules._scipy_signal_filters")
+register_lazy_rules("scipy.integrate", "rules._scipy_integrate")
 # dask and CuPy arrays run numpy's rules; their own spellings (da.sum, x.sum()) get
 # rules that call numpy's when the library is imported.
 register_lazy_rules("dask.array", _array_libraries.register_dask)
 register_lazy_rules("cupy", _array_libraries.register_cupy)
+# numpy.polynomial is a lazily imported submodule of numpy: its rules follow it.
+register_lazy_rules("numpy.polynomial.polynomial", "rules._numpy_polynomial_module")
 
 __all__ = ["inventory"]

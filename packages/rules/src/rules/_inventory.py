@@ -46,7 +46,14 @@ _NAMESPACES: dict[str, Any] = {
     "numpy.generic": np.generic,
     "numpy.ufunc": np.ufunc,
 }
-_SCIPY = ("scipy.special", "scipy.linalg", "scipy.stats", "scipy.signal")
+_SCIPY = (
+    "scipy.special",
+    "scipy.linalg",
+    "scipy.stats",
+    "scipy.signal",
+    "scipy.integrate",
+    "numpy.polynomial.polynomial",  # lazily imported by numpy, so loaded like scipy's
+)
 
 
 @functools.cache
@@ -59,6 +66,9 @@ def _namespaces() -> dict[str, Any]:
         except ImportError:  # pragma: no cover - environments without scipy
             pass
     return out
+
+
+_SCIPY_PARTS = ("special", "linalg", "stats", "signal", "integrate")
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,8 @@ def _module_and_name(f: Any) -> tuple[str, str]:
     mod = getattr(f, "__module__", None) or _namespace_holding(f)
     if mod == "_operator":
         mod = "operator"
+    elif mod == "numpy.polynomial.polynomial":
+        pass
     elif mod.startswith("numpy.linalg"):
         mod = "numpy.linalg"
     elif mod.startswith("numpy.fft"):
@@ -97,7 +109,7 @@ def _module_and_name(f: Any) -> tuple[str, str]:
         mod = "numpy.random"
     elif mod.startswith("numpy"):
         mod = "numpy"
-    elif mod.startswith("scipy.") and mod.split(".")[1] in ("special", "linalg", "stats", "signal"):
+    elif mod.startswith("scipy.") and mod.split(".")[1] in _SCIPY_PARTS:
         mod = ".".join(mod.split(".")[:2])
     return mod, name
 
