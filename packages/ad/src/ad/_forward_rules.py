@@ -336,8 +336,10 @@ def _(config: Any, ḟ: Any, *args: Any) -> Any:
     return super(*xs), ts[-1] if ts else _Z  # a super object's tangent is its instance's
 
 
-@frule.register(_rules_objects.super_init, config=ADConfig)
-def _(config: Any, ḟ: Any, *args: Any, **kwargs: Any) -> Any:
+def _super_init_frule(config: Any, ḟ: Any, *args: Any, **kwargs: Any) -> Any:
+    kw_ts: Any = None  # the keywords' tangents, a dict before ḟ (``keyword_tangents``)
+    if type(ḟ) is dict:
+        kw_ts, ḟ, args = ḟ, args[0], args[1:]
     ts, xs = _halves(args)
     sup, rest = xs[0], xs[1:]
     init = _rules_objects._next_init(sup)
@@ -345,8 +347,12 @@ def _(config: Any, ḟ: Any, *args: Any, **kwargs: Any) -> Any:
         sup.__init__(*rest, **kwargs)
         return sup.__self__, ts[0]
     return _forward.call_function(
-        init, (_Z, *ts), (sup.__self__, *rest), kwargs or None, None, as_init=True
+        init, (_Z, *ts), (sup.__self__, *rest), kwargs or None, kw_ts, as_init=True
     )
+
+
+_super_init_frule.keyword_tangents = True  # type: ignore[attr-defined]
+frule.register(_rules_objects.super_init, config=ADConfig)(_super_init_frule)
 
 
 # --- item writes and in-place updates -------------------------------------------

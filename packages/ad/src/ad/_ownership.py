@@ -288,6 +288,13 @@ class _Holders:
         if key in self.seen:
             return
         self.seen.add(key)
+        if self.quick and depth < _DEPTH and kind is not tuple and kind is not _FunctionType:
+            # A list, dict or object that a pullback saved may be the user's too (the
+            # loop ``for row in M`` keeps M): what it holds the user reaches through it.
+            # The quick search credits only the AD's own variables, stacks, tuples and
+            # closures; the full search names the user's holders of such a container.
+            if kind is not _MethodType and not isinstance(v, tuple):
+                return
         if isinstance(v, (tuple, list)):  # pullbacks may be tuple subclasses
             # A stack's newest entries first; the quick search reads only a few.
             items: Any = islice(reversed(v), _QUICK) if self.quick else reversed(v)

@@ -17,6 +17,7 @@ from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unth
 from . import _runtime
 from ._config import ADConfig
 from ._cotangents import entries, from_list_ct, np_module
+from ._state import keep_stateful
 
 _Z = ZeroTangent()
 _NO = NoTangent()
@@ -129,7 +130,9 @@ def _(config: Any, f: Any, args: tuple, kwargs: dict) -> Any:
             cts = pb(ȳ)
             return (_NO, cts[0], cts[1:], _Z)
 
-        return y, apply_positional_pullback
+        # Stateful when the call wrote an object's field (super().__init__(*args)):
+        # the pullback must run even when no cotangent reaches the call's value.
+        return y, keep_stateful(pb, apply_positional_pullback)
     y, pb = _runtime.rcall_kw(f, tuple(args), dict(kwargs))
     n = len(args)
 
@@ -139,7 +142,7 @@ def _(config: Any, f: Any, args: tuple, kwargs: dict) -> Any:
         kw = {k: v for k, v in kw.items() if not isinstance(v, AbstractZero)} if kw else {}
         return (_NO, cts[0], tuple(cts[1 : n + 1]), kw or _Z)
 
-    return y, apply_pullback
+    return y, keep_stateful(pb, apply_pullback)
 
 
 def merge_kw(*dicts: dict) -> dict:

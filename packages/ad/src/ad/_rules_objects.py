@@ -439,8 +439,10 @@ def _next_init(sup: Any) -> Any:
     return init if type(init) is _FunctionType else None
 
 
-@rrule.register(super_init, config=ADConfig)
-def _(config: Any, sup: Any, *args: Any, **kwargs: Any) -> Any:
+def _super_init_rule(config: Any, sup: Any, *args: Any, **kwargs: Any) -> Any:
+    """Called with keywords (``super().__init__(a, b=v)``), the pullback ends with
+    the keywords' cotangents (``keyword_cotangents``): the base ``__init__``'s own,
+    as a call of user code gives them."""
     init = _next_init(sup)
     inst = sup.__self__
     n = len(args)
@@ -459,6 +461,10 @@ def _(config: Any, sup: Any, *args: Any, **kwargs: Any) -> Any:
         return (_NO, *pb(ȳ)[1:])
 
     return y, keep_stateful(pb, super_init_pullback)
+
+
+_super_init_rule.keyword_cotangents = True  # type: ignore[attr-defined]
+rrule.register(super_init, config=ADConfig)(_super_init_rule)
 
 
 # --- containers followed by identity (ad._state) -------------------------------

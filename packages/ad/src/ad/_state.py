@@ -257,7 +257,8 @@ def unfollowed(obj: Any, name: str, site: str, fname: str) -> None:
         from .errors import MutationError
 
         raise MutationError(
-            f"{site}: {fname} reads {name!r} (captured or global) as a constant, but a "
+            f"{site}: {fname} reads {name!r} (shared with a function that writes it) as a "
+            "constant, but a "
             "value carrying a derivative was written into it during this differentiation, "
             "so the derivative would be lost.\n"
             f"To fix: pass {name!r} as an argument to the functions that write and read "

@@ -286,8 +286,20 @@ def capture_errors(
     derivative would go to the wrong value; and a default value or decorator that
     carries a derivative, which no derivative follows (a default is stored on the
     function object, not captured)."""
-    captured = sorted((free_names(node) & active) - {name})
+    free = free_names(node)
+    captured = sorted((free & active) - {name})
     label = _closure_label(name, node)
+    if captured and name in free and not name.startswith("_ad_"):
+        # Recursion: the inner calls read the closure's own derivative, taken when it
+        # is defined, before its own name is bound: what they capture would be lost.
+        return captured, (
+            f"{label} calls itself and captures {', '.join(map(repr, captured))}, which "
+            f"{_carry(captured)} a derivative: the AD takes a nested function's derivative "
+            "where it is defined, and its recursive calls would lose it. To fix: pass "
+            f"{', '.join(captured)} to it as {_argument(captured)} (def {name}(..., "
+            f"{', '.join(captured)}) and {name}(..., {', '.join(captured)}) in the recursive "
+            "call), or define it at module level"
+        )
     late = [c for c in captured if c in rebound and (after is None or c in after)]
     if late:
         return captured, (
@@ -308,6 +320,14 @@ def capture_errors(
                 "it (use the variable in the body without a default)"
             )
     return captured, None
+
+
+def _carry(names: list[str]) -> str:
+    return "carries" if len(names) == 1 else "carry"
+
+
+def _argument(names: list[str]) -> str:
+    return "an argument" if len(names) == 1 else "arguments"
 
 
 def _closure_label(name: str, node: ast.AST) -> str:

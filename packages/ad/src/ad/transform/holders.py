@@ -39,7 +39,14 @@ from typing import Any
 
 from .._state import CAPTURED_WRITTEN, holder
 from ._nodes import at
-from .activity import active_names, param_names, read_and_stored, statements, value_is_active
+from .activity import (
+    active_names,
+    free_names,
+    param_names,
+    read_and_stored,
+    statements,
+    value_is_active,
+)
 
 __all__ = ["follow_holders"]
 
@@ -88,7 +95,26 @@ def follow_holders(
     if free_done or local_done:
         active = active_names(fn, seeds, plain)
     reads = {n: v for n, v in holders.items() if n not in free_done}
+    # Local names a nested function captures: it may write a value that carries a
+    # derivative into what they hold (``def add(v): acc.append(v)``), which it then
+    # follows by identity; reads here, along the variable, would miss it.
+    for n in _captured_locals(fn, resolve) - local_done:
+        reads.setdefault(n, None)
     return _guard_reads(fn, reads, _Calls(active, plain, resolve), filename), seeds
+
+
+def _captured_locals(fn: ast.FunctionDef, resolve: Any) -> set[str]:
+    """The local names that the functions and lambdas defined in ``fn`` capture."""
+    out: set[str] = set()
+    for s in statements(fn.body):
+        node: ast.AST | None = None
+        if isinstance(s, ast.FunctionDef):
+            node = s
+        elif isinstance(s, ast.Assign) and isinstance(s.value, ast.Lambda):
+            node = s.value
+        if node is not None:
+            out |= {n for n in free_names(node) if resolve(n) is _LOCAL}
+    return out
 
 
 def _free_holders(read: set[str], resolve: Any) -> dict[str, Any]:
