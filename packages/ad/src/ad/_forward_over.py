@@ -44,7 +44,7 @@ from . import (
     _rules_objects,
     _wrappers,
 )
-from ._accumulate import field_ct
+from ._accumulate import field_ct, fn_tangent
 from ._config import ADConfig
 
 __all__ = ["forward_over_fcall", "nested_pushforward"]
@@ -148,7 +148,31 @@ def _build(f: types.FunctionType, closure_active: bool) -> tuple:
 
 #: Functions linear in their arguments with a Jacobian that does not depend on
 #: them (selection and packing): each level's tangents go through the same map.
-LINEAR: set[Any] = set(_nested._STRUCTURAL)
+LINEAR: set[Any] = set(_nested._STRUCTURAL) | {fn_tangent, field_ct}
+
+#: forward mode's dispatch: ``fcall(g, ts, *args)`` of a linear ``g`` is linear in
+#: ``(ts, args)`` with a constant Jacobian too, at any depth (``linear_call``)
+_DISPATCH = (_forward.fcall, _nested.fcall_pair)
+
+
+def linear_call(op: Any, args: tuple) -> bool:
+    """Whether ``op(*args)`` is linear with a constant Jacobian: a function of
+    ``LINEAR``, a projector, or forward mode's dispatch of one (``fcall(g, ts,
+    *gargs)`` for such a ``g``, however deep), so that every level's tangents go
+    through the same map and no level reads the map's rule as source."""
+    while True:
+        if isinstance(op, Projector) or (isinstance(op, type) and issubclass(op, Tangent)):
+            return True  # a tangent built in a rule's body is linear in its entries
+        if not _forward._hashable(op):
+            return False
+        if op in LINEAR:
+            return True
+        if op is _rules_containers.apply and len(args) == 3 and not args[2]:
+            op, args = args[0], tuple(args[1])  # fn(*args)
+            continue
+        if op not in _DISPATCH or len(args) < 2:
+            return False
+        op, args = args[0], args[2:]
 
 
 # --- fcall pushed forward -------------------------------------------------------------
@@ -209,7 +233,7 @@ def forward_over(
         # No inner tangent: the inner value is op(*args), its tangent a constant zero.
         y, ẏo = _forward.call_with(op, (ȯp, *ȧ), args, kwargs, k̇w)
         return (y, _Z), _forward.tan_tuple(ẏo, _Z)
-    if not kwargs and ((_forward._hashable(op) and op in LINEAR) or isinstance(op, Projector)):
+    if not kwargs and linear_call(op, args):
         # Linear with a constant Jacobian: the same map on each level's tangents.
         y, ẏ = _forward.fcall(op, ts, *args)
         y_o = _forward.fcall(op, (_Z, *ȧ), *args)[1]
@@ -268,16 +292,25 @@ def unfold(op: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict) -> tuple:
     returning ``(y, ẏ)``; ``tmap(ȯp, ṫs, ȧ, k̇w, k̇w_ts) -> (ts2, kw_ts2)`` maps tangents
     of the call's parts to tangents of ``op2``'s (a linear map, the same at every level)."""
     tf = type(op)
+    if not kwargs and linear_call(op, args):
+        # Packing and selection, at any depth: the call itself, pushed forward by
+        # fcall's frule (the same map on every level's tangents), never its rule's body.
+        def linear_tmap(ȯp: Any, ṫs: tuple, ȧ: tuple, k̇w: dict, k̇w_ts: dict) -> tuple:
+            return (_Z, ȯp, _forward.tan_tuple(*ṫs), *ȧ), {}
+
+        return _forward.fcall, (op, ts, *args), {}, linear_tmap
     if _forward._hashable(op) and op in _SELF:  # ad's own dispatch, one level up
         return _SELF[op](ts, args, kwargs, kw_ts)
     func, owner = _method_parts(op)
     if func is not None:
-        op2, args2, kwargs2, tmap = unfold(
+        # (each branch names its inner map apart: reverse mode reads these maps as
+        # source, where a name assigned twice is refused; see _over_pushforward)
+        op2, args2, kwargs2, func_tmap = unfold(
             func, (_Z, ts[0], *ts[1:]), (owner, *args), kwargs, kw_ts
         )
 
         def method_tmap(ȯp: Any, ṫs: tuple, ȧ: tuple, k̇w: dict, k̇w_ts: dict) -> tuple:
-            return tmap(_Z, (_Z, ṫs[0], *ṫs[1:]), (ȯp, *ȧ), k̇w, k̇w_ts)
+            return func_tmap(_Z, (_Z, ṫs[0], *ṫs[1:]), (ȯp, *ȧ), k̇w, k̇w_ts)
 
         return op2, args2, kwargs2, method_tmap
     if tf is _FunctionType and op not in _forward._FRULES:
@@ -290,10 +323,12 @@ def unfold(op: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict) -> tuple:
         return _unfold_vectorize(op, ts, args, kwargs, kw_ts)
     call = next((k.__dict__["__call__"] for k in tf.__mro__ if "__call__" in k.__dict__), None)
     if isinstance(call, _FunctionType):  # a callable object: its __call__, op the receiver
-        op2, args2, kwargs2, tmap = unfold(call, (_Z, ts[0], *ts[1:]), (op, *args), kwargs, kw_ts)
+        op2, args2, kwargs2, call_map = unfold(
+            call, (_Z, ts[0], *ts[1:]), (op, *args), kwargs, kw_ts
+        )
 
         def call_tmap(ȯp: Any, ṫs: tuple, ȧ: tuple, k̇w: dict, k̇w_ts: dict) -> tuple:
-            return tmap(_Z, (_Z, ṫs[0], *ṫs[1:]), (ȯp, *ȧ), k̇w, k̇w_ts)
+            return call_map(_Z, (_Z, ṫs[0], *ṫs[1:]), (ȯp, *ȧ), k̇w, k̇w_ts)
 
         return op2, args2, kwargs2, call_tmap
     raise _nested._unsupported(

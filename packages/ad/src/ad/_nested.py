@@ -201,11 +201,12 @@ def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Calla
         and not dataclasses.is_dataclass(f)
         and not hasattr(f, "_fields")
         and f not in _forward._FRULES  # a class with an frule (np.vectorize): its rule
+        and not _tangent_class(f)  # linear in its entries (below), not its __init__
     ):
         init = _python_init(f)
         if init is not None:
             return _through_init(f, init, ts, args)
-    if _forward._hashable(f) and f in _STRUCTURAL:
+    if (_forward._hashable(f) and f in _STRUCTURAL) or _tangent_class(f):
         return _through_linear(f, ts, args)
     if f is _rules_containers.apply:  # f(*args, **kwargs): the call itself
         return _through_apply(ts, args)
@@ -253,6 +254,11 @@ def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Calla
     )
 
 
+def _tangent_class(f: Any) -> bool:
+    """A ``Tangent`` type, built in a rule's body: linear in its entries."""
+    return isinstance(f, type) and issubclass(f, Tangent)
+
+
 def _fcall_gen_rrule(
     config: Any,
     f: Any,
@@ -274,8 +280,8 @@ def _fcall_gen_rrule(
             "over forward does not follow",
             "pass the arguments one by one",
         )
-    if not kwnames and _forward._hashable(f) and f in SELF_RRULES:  # see _over_pushforward
-        out, self_pb = SELF_RRULES[f](f, (ḟ, *arg_ts), tuple(args))
+    if not kwnames:  # a positional call (f(*args) with an empty **{}): fcall's own rule
+        out, self_pb = _fcall_rrule(config, f, (ḟ, *arg_ts), *args)
 
         def self_pullback(ct: Any) -> tuple:
             raw = self_pb(ct)  # (fcall, f, ts, *args)
@@ -406,6 +412,15 @@ def _structural() -> frozenset:
             c.aslist,
             c.merge_dicts,
             dict,  # dict(source, **kwargs): its rules are linear and structural
+            # the tangent plumbing that generated code and rule bodies call: linear,
+            # with an rrule and an frule each, so no level reads their rules as source
+            _forward.tan_tuple,
+            _forward.tan_list,
+            _forward.tan_dict,
+            _forward.split,
+            unthunk,
+            backing,
+            Tangent._from_backing.__func__,  # type: ignore[attr-defined]
         ]
     )
 

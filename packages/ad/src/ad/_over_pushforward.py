@@ -72,15 +72,22 @@ def _(config: Any, g: Any, closure_active: bool) -> Any:
     return pushforward_of(g, closure_active), pushforward_of_pullback
 
 
-def ff_python(ġ: Any, ġts: Any, ġargs: tuple, g: Any, gts: tuple, gargs: tuple, active: bool):
+def ff_python(
+    ġ: Any, ġts: Any, ġargs: tuple, g: Any, gts: tuple, gargs: tuple, active: bool, npos: int
+):
     """``fcall(g, gts, *gargs)`` pushed forward along ``(ġ, ġts, ġargs)`` for a Python
-    function ``g`` of plain positional parameters: its pushforward, pushed forward."""
+    function ``g`` of ``npos`` plain positional parameters and perhaps ``*args``: its
+    pushforward, pushed forward (the tangents past ``npos`` are ``*args``' tuple's)."""
     gen = pushforward_of(g, active)
     names = pushforward_names(g, active)
     m = len(gts)
     ṫs = _forward.split(ġts, m)
-    dt = gts[1:]
-    ḋt = _forward.tan_tuple(*ṫs[1:])
+    if m - 1 == npos:
+        dt = gts[1:]
+        ḋt = _forward.tan_tuple(*ṫs[1:])
+    else:
+        dt = (*gts[1 : npos + 1], _forward.tan_tuple(*gts[npos + 1 :]))
+        ḋt = _forward.tan_tuple(*ṫs[1 : npos + 1], _forward.tan_tuple(*ṫs[npos + 1 :]))
     return _forward.fcall_gen(gen, ġ, gargs, ġargs, None, names, (dt, gts[0]), (ḋt, ṫs[0]))
 
 
@@ -112,12 +119,14 @@ non_differentiable(_plain_calls.library_callable)
 
 
 def _simple(g: types.FunctionType, n: int) -> bool:
+    """Whether ``g`` called with ``n`` positional arguments binds each to a plain
+    parameter, or the rest to ``*args`` (no defaults used, no keywords)."""
     code = g.__code__
-    return (
-        code.co_argcount == n
-        and not code.co_kwonlyargcount
-        and not code.co_flags & 0x0C  # no *args, **kwargs
-    )
+    if code.co_kwonlyargcount or code.co_flags & 0x08:  # keyword-only, **kwargs
+        return False
+    if code.co_flags & 0x04:  # *args
+        return code.co_argcount <= n
+    return code.co_argcount == n
 
 
 def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
@@ -128,6 +137,9 @@ def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
     n, m = len(gargs), len(gts)
     ġ, ġts, ġargs = ts[1], ts[2], tuple(ts[3:])
     tg = type(g)
+    linear = _forward_over.linear_call(g, gargs)
+    if not linear and _forward._hashable(g) and g in _forward_over.SELF:
+        return _over_self(ts, g, gts, gargs)
     func, owner = _forward_over._method_parts(g)  # a Python method, or x.sum with an frule
     if func is not None:  # the method's tangent is its receiver's
         inner_ts = (_Z, _Z, _forward.tan_tuple(_Z, *_forward.split(ġts, m)), ġ, *ġargs)
@@ -151,7 +163,7 @@ def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
     call = next((k.__dict__["__call__"] for k in tg.__mro__ if "__call__" in k.__dict__), None)
     if tg is not _FunctionType and isinstance(call, _FunctionType):  # a callable object
         return _over_fcall(ts, (types.MethodType(call, g), gts, *gargs))
-    if _forward._hashable(g) and g in _forward_over.LINEAR:
+    if linear:
         out, pb = rcall(ff_linear, ġts, ġargs, g, gts, gargs)
 
         def linear_pullback(ct: Any) -> tuple:
@@ -162,17 +174,14 @@ def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
 
         return out, linear_pullback
     if tg is _FunctionType and g not in _forward._FRULES:
-        if not _simple(g, n):
-            raise _nested._unsupported(
-                f"reverse mode over forward over forward mode of {_forward._fname(g)}, called "
-                "with default, keyword or *args arguments",
-                "pass every parameter positionally",
-            )
+        if not _simple(g, n):  # defaults: the pushforward's call, keywords and all
+            return _over_self(ts, g, gts, gargs)
         active = bool(g.__code__.co_freevars) and not _forward_over.zero(gts[0])
-        out, pb = rcall(ff_python, ġ, ġts, ġargs, g, gts, gargs, active)
+        npos = g.__code__.co_argcount
+        out, pb = rcall(ff_python, ġ, ġts, ġargs, g, gts, gargs, active, npos)
 
         def python_pullback(ct: Any) -> tuple:
-            raw = pb(ct)  # (kernel, ġ, ġts, ġargs, g, gts, gargs, active)
+            raw = pb(ct)  # (kernel, ġ, ġts, ġargs, g, gts, gargs, active, npos)
             ġargs_ct = entries(raw[3], n, "tangents")
             gargs_ct = entries(raw[6], n, "arguments")
             return (_Z, raw[1], raw[2], *ġargs_ct), (raw[4], raw[5], *gargs_ct)
@@ -198,6 +207,57 @@ def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
         "Python functions, functions with an frule, linear helpers and methods)",
         "call it through a Python function, or register an frule for it",
     )
+
+
+def _over_self(ts: tuple, g: Any, gts: tuple, gargs: tuple) -> tuple[Any, Callable]:
+    """``_over_fcall`` for ``g`` forward mode's own dispatch (``fcall`` of ``fcall``...,
+    ``jvp``, a fast path): four levels or more. The inner call runs the program
+    ``op2(*args2, **kwargs2)`` that ``_forward_over.unfold`` gives (one level down, the
+    same at every depth), so the whole is the forward-mode call of ``op2`` along the
+    tangents ``tmap`` gives, which ``_nested``'s rules differentiate. ``tmap`` is
+    linear and maps the parts of a call to those of ``op2``'s, values as tangents, so
+    its pullback (reverse mode over its source) takes both sides' cotangents back."""
+    m, n = len(gts), len(gargs)
+    op2, args2, kwargs2, tmap = _forward_over.unfold(g, gts, gargs, {}, {})
+    args2 = tuple(args2)
+    kwnames = tuple(kwargs2)
+    outer = (ts[1], _forward_over.split_ts(ts[2], m), tuple(ts[3:]), {}, {})
+    ts2, kw_ts2 = tmap(*outer)
+    out, pb = _nested._fcall_gen_rrule(
+        CONFIG,
+        op2,
+        ts2[0],
+        args2,
+        tuple(ts2[1:]),
+        None,
+        kwnames,
+        tuple(kwargs2.values()),
+        tuple(kw_ts2.get(k, _Z) for k in kwnames),
+    )
+
+    def back(parts: tuple, kw: dict) -> tuple:
+        """``tmap``'s pullback of the cotangents of ``op2``'s parts (at ``outer``:
+        ``tmap`` is linear, so the point does not matter)."""
+        _, tpb = rcall(tmap, *outer)
+        kw_ct = Tangent[dict]._from_backing(kw) if kw else _Z
+        return tpb(_forward.tan_tuple(_nested._tangents_ct(parts), kw_ct))
+
+    def self_pullback(ct: Any) -> tuple:
+        raw = pb(ct)  # (fcall_gen, op2, its ḟ, args2, their ts, stars, names, kwvalues, kw_ts)
+        k = len(args2)
+        args_ct = entries(raw[3], k, "arguments")
+        arg_ts_ct = entries(raw[4], k, "tangents")
+        kw_ct = dict(zip(kwnames, entries(raw[7], len(kwnames), "keywords")))
+        kw_ts_ct = dict(zip(kwnames, entries(raw[8], len(kwnames), "keyword tangents")))
+        t = back((raw[2], *arg_ts_ct), kw_ts_ct)  # (tmap, ȯp, ṫs, ȧ, k̇w, k̇w_ts)
+        a = back((raw[1], *args_ct), kw_ct)
+        ṫs_ct = entries(t[2], m, "tangents")
+        gts_ct = entries(a[2], m, "tangents")
+        t_ct = (_Z, t[1], _nested._tangents_ct(tuple(ṫs_ct)), *entries(t[3], n, "tangents"))
+        a_ct = (a[1], _nested._tangents_ct(tuple(gts_ct)), *entries(a[3], n, "arguments"))
+        return t_ct, a_ct
+
+    return out, self_pullback
 
 
 def _over_append(ts: tuple, gts: tuple, gargs: tuple) -> tuple[Any, Callable]:
