@@ -471,14 +471,15 @@ def test_second_derivatives_of_a_region(tmp_path):
 @pytest.mark.parametrize(
     "x, y",
     [
-        (np.linspace(0.5, 1.5, 6), np.linspace(0.5, 1.5, 3)[:, None]),  # broadcasting
-        (np.linspace(0.5, 1.5, 6).astype(np.float32), np.linspace(0.5, 1.5, 6)),
-        (np.arange(1, 7), np.linspace(0.5, 1.5, 6)),  # an integer array
-        (1.25, np.linspace(0.5, 1.5, 6)),  # a Python float
+        # broadcasting and a Python float: fused (test_ad_fused_broadcast.py)
+        (np.linspace(0.5, 1.5, 6), np.linspace(0.5, 1.5, 3)[:, None]),
+        (np.linspace(0.5, 1.5, 6).astype(np.float32), np.linspace(0.5, 1.5, 6)),  # falls back
+        (np.arange(1, 7), np.linspace(0.5, 1.5, 6)),  # an integer array: falls back
+        (1.25, np.linspace(0.5, 1.5, 6)),
     ],
     ids=["broadcast", "float32", "int", "scalar"],
 )
-def test_other_operands_fall_back_to_the_per_operation_path(tmp_path, numgrad, x, y):
+def test_other_operands_fuse_or_fall_back_to_the_per_operation_path(tmp_path, numgrad, x, y):
     f = load("def f(x, y):\n    return np.sum(np.sin(x) * y + x * x)\n", tmp_path)
     gx, gy = ad.gradient(f, x, y)
     nx, ny = numgrad(f, x, y)

@@ -21,7 +21,7 @@ from . import (
 from ._control import CONTROL_HELPERS
 from ._fast import FAST_HELPERS, FLAGS
 from ._fast_adjoint import mul_adjoint, pow_adjoint
-from ._fused import NOVALUE, fused_seed
+from ._fused import NOVALUE, fused_fit, fused_full, fused_seed, fused_shape
 from ._ownership import own
 from ._rules_containers import (
     apply,
@@ -108,6 +108,9 @@ HELPERS: dict[str, Any] = {
     "_ad_f32": np.dtype(np.float32),
     "_ad_slice": slice,
     "_ad_fused_seed": fused_seed,
+    "_ad_fused_shape": fused_shape,
+    "_ad_fused_fit": fused_fit,
+    "_ad_fused_full": fused_full,
 }
 HELPERS.update(FAST_HELPERS)
 HELPERS.update(CONTROL_HELPERS)  # try, with and match (transform.patterns, tracking)

@@ -10,16 +10,23 @@ whose temporaries are read by nothing but each other, and whose *root*, a
 whole-array ``np.sum`` or ``np.mean`` (or ``.sum()``/``.mean()``), is its one result. Members are the
 operators ``+ - * /`` and unary ``-``, ``a ** n`` (a constant integer ``n >= 2``;
 ``np.square(a)`` is ``a ** 2``),
-the ufuncs of ``ad._fused.UFUNCS`` on one array, and basic slices ``x[i:j]``.
+the ufuncs of ``ad._fused.UFUNCS`` on one array, and basic slices ``x[i:j]``. A
+linear combination of such sums (or of such means) is one region too, its root the
+combination: ``np.sum(a) + np.sum(b)``, ``100.0 * np.sum(a)``, ``s = s + np.sum(a)
++ np.sum(b)`` (``_combined``; ``s`` must be a number).
 
 ``find_regions`` finds them; ``emit`` writes, for one region, a test and the two
-halves of its fused form. The test (at the root) holds when the inputs are float64
-(or all float32) arrays of one shape, the functions are numpy's, and their rules the built-in ones
-(``ad._fast.FLAGS.fused``). Then the primal is plain numpy, writing into the buffers of
-temporaries that died, and the adjoint is the one derived here, once: each
+halves of its fused form. The test (at the root) holds when the operands are float64
+(or all float32) arrays whose shapes broadcast, Python floats or numpy scalars of
+their dtype (``ad._fused.fused_shape``), the functions are numpy's, and their rules
+the built-in ones (``ad._fast.FLAGS.fused``). Then the primal is plain numpy at the
+broadcast shape, writing into the buffers of temporaries that died when they have
+that shape, and the adjoint is the one derived here, once: each
 cotangent is kept as a term ``c · v · f1 · f2 / g1`` (``v`` the root's cotangent,
 a float, ``c`` a constant), so constants fold and nothing is computed until an
-input needs its array. Otherwise the members run the per-operation path.
+input needs its array, of the broadcast shape, then summed to the input's own
+(``ad._fused.fused_fit``, as the per-operation rules do). Otherwise the members run
+the per-operation path.
 """
 
 from __future__ import annotations
@@ -53,16 +60,29 @@ class Op:
     func: str = ""  # a ufunc or root: the name bound to ``np.<kind>`` ("": a method)
     line: int = 0
     attr: str = ""  # the numpy function ``func`` names when not ``np.<kind>`` (np.square)
+    combines: bool = False  # an operation on reductions (see ``_combined``), not arrays
 
 
 @dataclass
 class Region:
-    ops: list[Op]  # members in block order, then the root
+    # members in block order, then the root; with reductions combined (see
+    # ``_combined``), the reductions and the combining operations are among the
+    # members and the root is the last of those
+    ops: list[Op]
     fallback: list[tuple[list, list]] = field(default_factory=list)  # per op: its code
 
     @property
     def root(self) -> Op:
         return self.ops[-1]
+
+    @property
+    def reductions(self) -> list[Op]:
+        return [op for op in self.ops if op.kind in REDUCTIONS]
+
+    @property
+    def scalars(self) -> list[Op]:
+        """The reductions and what combines them: numbers, computed for the value only."""
+        return [op for op in self.ops if op.combines or op.kind in REDUCTIONS]
 
 
 def number(c: float) -> str:
@@ -138,6 +158,8 @@ def find_regions(
     methods: dict[str, Op] = {}  # temporaries bound to ``x.sum``/``x.mean``
     roots: list[tuple[Op, int, Op | None]] = []  # the last barrier before, the method
     stored: list[str | None] = []  # what each statement binds (None: a barrier)
+    sums: set[str] = set()  # the reductions' targets and those of what combines them
+    combos: list[tuple[Op, int]] = []  # what combines them, and its last barrier before
     barrier = -1
     for i, s in enumerate(stmts):
         target = s.targets[0] if type(s) is ast.Assign and len(s.targets) == 1 else None
@@ -166,6 +188,7 @@ def find_regions(
         if via is not None and not v.args:  # ``x.sum()``: the root, through ``via``
             root = Op(i, t, attrs[fn], via.args, line=getattr(v, "lineno", 0))
             roots.append((root, barrier, via))
+            sums.add(t)
             continue
         if t in temporaries:
             if fn == "slice":
@@ -177,6 +200,10 @@ def find_regions(
                     consts[t] = -a.value
                     continue
         op = _as_op(i, t, v, attrs, consts, slices)
+        if op is not None and _combines(op, sums):
+            combos.append((op, barrier))
+            sums.add(t)
+            continue
         if op is None:
             # Members run at the root, after the statements between them: only an
             # operator (``_ad_op_*``), which changes no array, may be one of those. Any
@@ -185,11 +212,21 @@ def find_regions(
                 barrier = i
         elif op.kind in REDUCTIONS:
             roots.append((op, barrier, None))
+            sums.add(t)
         elif t in temporaries and t in active:
             members[t] = op
     regions = []
+    taken: set[int] = set()  # reductions in regions that combine them
+    for top, lo in reversed(combos):
+        region = _combined(top, lo, combos, roots, members, temporaries, loads, stored, taken)
+        if region is not None:
+            regions.append(region)
+            for op in region.ops:
+                members.pop(op.target, None)
     for root, lo, via in roots:
-        ops = _grow(root, lo, members, loads)
+        if root.index in taken:
+            continue
+        ops = _grow([root], lo, members, loads)
         # one operation saves a few microseconds a call, less than the millisecond or
         # so its fused form costs the transform
         if len(ops) < 2:
@@ -204,20 +241,22 @@ def find_regions(
     return regions
 
 
-def _grow(root: Op, lo: int, members: dict[str, Op], loads: Counter) -> list[Op]:
-    """The members of ``root``'s region, in block order: those it reaches through
-    members after the barrier ``lo``, less those read anywhere else."""
+def _grow(roots: list[Op], lo: int, members: dict[str, Op], loads: Counter) -> list[Op]:
+    """The members of the region of ``roots`` (reductions), in block order: those
+    they reach through members after the barrier ``lo``, less those read anywhere
+    else. Empty when a root's operand is no member."""
     found: dict[str, Op] = {}
-    stack = [a for a in root.args if type(a) is str]
+    last = roots[-1].index
+    stack = [a for root in roots for a in root.args if type(a) is str]
     while stack:
         name = stack.pop()
         op = members.get(name)
-        if op is None or name in found or not lo < op.index < root.index:
+        if op is None or name in found or not lo < op.index < last:
             continue
         found[name] = op
         stack.extend(a for a in op.args if type(a) is str)
     while True:
-        inside = Counter(a for op in [*found.values(), root] for a in op.args if type(a) is str)
+        inside = Counter(a for op in [*found.values(), *roots] for a in op.args if type(a) is str)
         outside = {n for n in found if inside[n] != loads[n]}
         # A view's array is sliced in the region's test, before any member is
         # computed (see ``_primal``): it must be an input, not a member.
@@ -226,9 +265,111 @@ def _grow(root: Op, lo: int, members: dict[str, Op], loads: Counter) -> list[Op]
             break
         for n in outside:
             del found[n]
-    if root.args[0] not in found:
+    if any(root.args[0] not in found or found[root.args[0]].index > root.index for root in roots):
         return []
     return sorted(found.values(), key=lambda op: op.index)
+
+
+def _combines(op: Op, sums: set[str]) -> bool:
+    """Whether ``op`` is a linear combination of reductions (``sums``) and numbers:
+    ``a + b``, ``a - b``, ``-a``, ``c * a``, ``a / c``; ``s + a`` and ``s - a`` also
+    with another value ``s`` (its test requires a number: ``s = s + np.sum(...)``;
+    an array there, ``np.sum(a) + y``, takes the per-operation path)."""
+    names = [a for a in op.args if type(a) is str]
+    if not any(a in sums for a in names):
+        return False
+    kind = op.kind
+    if kind in ("add", "sub"):
+        return True
+    if any(a not in sums for a in names):
+        return False
+    if kind == "neg":
+        return True
+    if kind == "mul":
+        return len(names) == 1
+    return kind == "truediv" and type(op.args[0]) is str and type(op.args[1]) is not str
+
+
+def _combined(
+    top: Op,
+    lo: int,
+    combos: list[tuple[Op, int]],
+    roots: list[tuple[Op, int, Op | None]],
+    members: dict[str, Op],
+    temporaries: frozenset[str],
+    loads: Counter,
+    stored: list[str | None],
+    taken: set[int],
+) -> Region | None:
+    """The region whose root is ``top``, a linear combination of reductions (``np.sum(a)
+    + np.sum(b)``, ``100.0 * np.sum(a)``): the reductions and the combinations it
+    reads, each a temporary it alone reads, and the reductions' members; any other
+    value it reads is an operand its test requires to be a number. None when
+    ``top`` is read by such a combination itself, mixes sums and means, or its
+    reductions share no operand read the same way (arrays of unrelated shapes: one
+    test that fails would take the per-operation path for them all)."""
+    combo = {op.target: op for op, _ in combos}
+    if top.index in taken or (
+        top.target in temporaries
+        and loads[top.target] == 1
+        and any(op.index > top.index and top.target in op.args for op in combo.values())
+    ):
+        return None  # part of a larger one
+    by_target = {root.target: (root, via) for root, _, via in roots}
+    ops: list[Op] = [top]
+    combining = [top]
+    found: list[Op] = []
+    stack = [a for a in top.args if type(a) is str]
+    while stack:
+        a = stack.pop()
+        if a not in temporaries or loads[a] != 1 or (a not in combo and a not in by_target):
+            continue  # a number computed before: ``s`` of ``s + np.sum(...)``
+        if a in combo:
+            ops.append(combo[a])
+            combining.append(combo[a])
+            stack.extend(x for x in combo[a].args if type(x) is str)
+        elif a in by_target:
+            root, via = by_target[a]
+            if root.index in taken or root.index <= lo:
+                return None
+            found.append(root)
+            ops += [root] if via is None else [root, via]
+    if any(op.index <= lo for op in ops) or len({r.kind for r in found}) != 1:
+        return None
+    found.sort(key=lambda op: op.index)
+    grown = _grow(found, lo, members, loads)
+    if not grown or len(grown) + len(ops) < 3:
+        return None
+    if len(found) > 1:
+        inputs = [_operands(root.args[0], grown) for root in found]
+        if any(not (a & inputs[0]) for a in inputs[1:]):
+            return None
+    ops = sorted([*grown, *ops], key=lambda op: op.index)
+    if not _movable(ops, top, stored):
+        return None
+    for op in ops:
+        taken.add(op.index)
+    for op in combining:
+        op.combines = True
+    return Region(ops)
+
+
+def _operands(name: str, members: list[Op]) -> set[str]:
+    """The names that are no members among those ``name``'s value is computed from, a
+    view's array as ``x[]``."""
+    by = {op.target: op for op in members}
+    out: set[str] = set()
+    stack = [name]
+    while stack:
+        n = stack.pop()
+        op = by.get(n)
+        if op is None:
+            out.add(n)
+        elif op.kind == "getitem":
+            out.add(f"{op.args[0]}[]")
+        else:
+            stack.extend(a for a in op.args if type(a) is str)
+    return out
 
 
 def _movable(ops: list[Op], root: Op, stored: list[str | None]) -> bool:
@@ -273,7 +414,9 @@ class _Emitter:
         self.active = active
         self.key = key
         self.member = {op.target: op for op in region.ops[:-1]}
+        self.member_of = {self.z(t): t for t in self.member}
         self.aliases: dict[str, str] = {}  # input -> the forward's alias for the backward
+        self.fit_aliases: dict[str, str] = {}  # input -> the same, to shape its cotangent
         self.lines: list[str] = []
         self.pending: dict[str, tuple[str, str]] = {}  # derived name -> (kind, operand)
         self.count = 0
@@ -282,6 +425,73 @@ class _Emitter:
         # x * y computed by the primal, by its (adjoint) factor names: a cotangent
         # that is that product reads it instead of computing it again
         self.products: dict[frozenset, str] = {}
+        # What the region's test hands ``_ad_fused_shape``, in order: the views
+        # (``x[i:j]``) and the sliced arrays also read whole, which must have the
+        # region's shape (the cotangents are scattered into them), then the other
+        # operands. ``bit``: each one's bit in the mask; ``deps``: a member's, the
+        # bits of the operands it is computed from (it has the region's shape when
+        # one of those has).
+        scalars = region.scalars
+        ops = [op for op in region.ops if op.kind != "method" and op not in scalars]
+        self.elementwise = ops
+        views = [op for op in ops if op.kind == "getitem"]
+        sliced = {op.args[0]: None for op in views}
+        direct: dict[str, None] = {}
+        for op in ops:
+            if op.kind != "getitem":
+                for a in op.args:
+                    if type(a) is str and a not in self.member:
+                        direct[a] = None
+        self.views = views
+        self.view = {op.target: op for op in views}
+        self.sliced = list(sliced)
+        self.operands = [
+            *(op.target for op in views),
+            *(a for a in direct if a in sliced),
+            *(a for a in direct if a not in sliced),
+        ]
+        self.full = len(views) + sum(1 for a in direct if a in sliced)
+        self.bit = {a: 1 << i for i, a in enumerate(self.operands)}
+        self.deps: dict[str, int] = {}
+        for op in ops:
+            if op.kind == "getitem":
+                self.deps[op.target] = self.bit[op.target]
+            else:
+                bits = 0
+                for a in op.args:
+                    if type(a) is str:
+                        bits |= self.deps.get(a, 0) or self.bit.get(a, 0)
+                self.deps[op.target] = bits
+        # the values a combination of reductions reads besides them: numbers (``s``
+        # of ``s = s + np.sum(...)``, bound again by the root)
+        bound = {op.target: op.index for op in region.ops}
+        self.leaves = list(
+            dict.fromkeys(
+                a
+                for op in scalars
+                if op.combines
+                for a in op.args
+                if type(a) is str and not bound.get(a, op.index) < op.index
+            )
+        )
+        k = key
+        self.shape, self.dtype = f"_ad_zsh{k}", f"_ad_zdt{k}"
+        self.mask, self.size = f"_ad_zm{k}", f"_ad_zn{k}"
+        # all operands arrays of the region's shape: so is every member, and every
+        # product of them numpy makes; else a new array is made of that shape first
+        self.same = f"_ad_zq{k}"
+        self.alloc = f"_ad_np.empty({self.shape}, {self.dtype})"
+        self.empty = f"None if {self.same} else {self.alloc}"
+
+    def is_full(self, bits: int, mask: str = "") -> str | None:
+        """The test that a value computed from the operands ``bits`` has the region's
+        shape: "" when it always has (from an operand that must), None when it may
+        never have (from numbers alone). ``mask``: where the test reads the mask."""
+        if not bits:
+            return None
+        if bits & ((1 << self.full) - 1) or len(self.operands) == 1:
+            return ""  # one operand, an array: the shape is its own
+        return f"{mask or self.mask} & {bits}"
 
     def z(self, name: str) -> str:
         """The fused primal's name for the value of member ``name``, else ``name``."""
@@ -327,8 +537,8 @@ class _Emitter:
                 cot.setdefault(a, []).extend(terms)
 
         root = self.region.root
-        cot[root.args[0]] = [(1.0, ())]
-        for op in reversed(self.region.ops[:-1]):
+        cot[root.target] = [(1.0, ())]
+        for op in reversed(self.region.ops):
             terms = _merged(cot.pop(op.target, []))
             if not terms:
                 continue
@@ -342,7 +552,9 @@ class _Emitter:
                 terms = [(1.0, ((self.shared(terms), 1),))] if any(t[1] for t in terms) else terms
             a = args[0]
             kind = op.kind
-            if kind == "add":
+            if kind in REDUCTIONS:  # a mean's 1/n is in v (all are means, or all sums)
+                push(a, terms)
+            elif kind == "add":
                 push(a, terms)
                 push(args[1], terms)
             elif kind == "sub":
@@ -466,7 +678,8 @@ class _Emitter:
         pos = [f for f, p in fs if p == 1]
         neg = [f for f, p in fs if p == -1]
         derived = [f for f in pos if f in self.pending]
-        out = "" if fresh else f", out={name}"
+        # a new array has the region's shape: every operand broadcasts into it in place
+        out = f", out={self.empty}" if fresh else f", out={name}"
         if derived:  # computed into the buffer, then the rest in place
             first = derived[0]
             pos.remove(first)
@@ -490,8 +703,12 @@ class _Emitter:
                 if with_v:
                     self.scaled_by_v(name)
             else:
+                # a copy of a factor (of the region's shape when all operands have it)
+                copy = f"_ad_np.copy({pos[0]}) if {self.same} else "
                 lines.append(
-                    f"{name} = _ad_np.copy({pos[0]})" if fresh else f"{name}[...] = {pos[0]}"
+                    f"{name} = {copy}_ad_np.positive({pos[0]}, out={self.alloc})"
+                    if fresh
+                    else f"{name}[...] = {pos[0]}"
                 )
                 del pos[0]
         else:
@@ -542,21 +759,39 @@ class _Emitter:
             self.scratch_made = True
             self.lines.append(f"{name} {sign}= {w}")
 
+    def shaped(self, name: str) -> str:
+        """The name the adjoint reads input ``name`` by to give its cotangent its shape:
+        None when it has the region's, so that the tape keeps no array for that."""
+        alias = self.aliases.get(name) or self.fit_aliases.get(name)  # kept anyway, or
+        if alias is None:
+            alias = self.fit_aliases[name] = f"_ad_z{self.key}_f{len(self.fit_aliases)}"
+        return alias
+
     def scaled_by_v(self, name: str) -> None:
         self.lines.append(f"_ad_v == 1.0 or _ad_np.multiply({name}, _ad_v, out={name})")
 
     def input_array(self, name: str, terms: list[_Term], scatter: dict) -> str:
         """The local holding input ``name``'s cotangent array, an array of its own."""
         g = self.fresh("zg")
-        parts = scatter.get(name, [])
-        if not parts and not any(fs for _, fs in terms):
-            total = sum(c for c, _ in terms)
+        if name in self.leaves:  # a number: its cotangent is one
+            v = "_ad_w" if self.region.reductions[0].kind == "mean" else "_ad_v"
+            c = f"{number(sum(c for c, _ in terms))} * {v}"
             ref = self.ref(name)
-            self.lines.append(
-                f"{g} = _ad_np.full({ref}.shape, {number(total)} * _ad_v, dtype={ref}.dtype)"
-            )
+            self.lines.append(f"{g} = {c} if type({ref}) is float else _ad_fused_fit({ref}, {c})")
             return g
-        if parts:
+        parts = scatter.get(name, [])
+        full = None if parts else self.is_full(self.bit[name])
+        if not parts and not any(fs for _, fs in terms):
+            c = f"{number(sum(c for c, _ in terms))} * _ad_v"
+            if full == "":
+                self.lines.append(f"{g} = _ad_np.full({self.shape}, {c}, dtype={self.dtype})")
+            else:
+                x = self.shaped(name)
+                self.lines.append(
+                    f"{g} = _ad_fused_full({x}, {c}, {self.shape}, {self.size}, {self.dtype})"
+                )
+            return g
+        if parts:  # an array of the region's shape, or the array of its views
             self.lines.append(f"{g} = _ad_np.zeros_like({self.ref(name)})")
             for t in terms:
                 self.add_into(g, t)
@@ -567,7 +802,10 @@ class _Emitter:
                     self.add_into(view, t)
             self.scaled_by_v(g)
         else:
-            self.sum_into(g, terms, with_v=True)
+            self.sum_into(g, terms, with_v=True)  # of the region's shape
+            if full != "":  # summed over the axes it was broadcast along
+                fit = f"_ad_fused_fit({self.shaped(name)}, {g})"
+                self.lines.append(f"{g} = {g} if {full} else {fit}" if full else f"{g} = {fit}")
         return g
 
 
@@ -595,18 +833,25 @@ def emit(region: Region, active: set[str], key: int, site: str) -> Fused:
     root = region.root
     d = f"_ad_d_{root.target}"
     lines = [f"_ad_v = {d} if type({d}) is float else _ad_fused_seed({d}, {site!r})"]
-    if root.kind == "mean":
-        n = f"_ad_z{key}_n"
+    if region.reductions[0].kind == "mean":
+        n = em.size
+        if em.leaves:  # their cotangents are the root's, not a mean's
+            lines.append("_ad_w = _ad_v")
         lines.append(f"_ad_v = _ad_v / {n} if {n} else 0.0")
     cotangents = em.backward()
     lines += em.lines
     line = root.line
     read = set(_NAME.findall("\n".join(lines)))
-    kept = [n for n in [*em.aliases.values(), *map(em.z, em.member)] if n in read]
-    owned = [em.z(t) for t, op in em.member.items() if op.kind != "getitem" and em.z(t) in read]
-    _reuse_when_once(lines, owned)
-    if root.kind == "mean":
-        kept.append(f"_ad_z{key}_n")
+    aliases = [*em.aliases.values(), *em.fit_aliases.values()]
+    kept = [n for n in [*aliases, *map(em.z, em.member)] if n in read]
+    owned = {
+        em.z(t): em.is_full(em.deps.get(t, 0))
+        for t, op in em.member.items()
+        if op.kind not in ("getitem", "method") and em.z(t) in read
+    }
+    _reuse_when_once(lines, owned, em.empty)
+    read = set(_NAME.findall("\n".join(lines)))
+    kept += [n for n in (em.shape, em.dtype, em.mask, em.size, em.same) if n in read]
     forward, value, guard = _primal(em, set(kept))
     # one parse: the primal's statements, the test (an expression statement) and the
     # adjoint's, each on its line (the last two on the root's)
@@ -628,39 +873,42 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
     """The fused primal's statements (source, its member's line): those that compute
     what the adjoint reads, and those that only compute the value; and the test."""
     region, key = em.region, em.key
-    ops = [op for op in region.ops[:-1] if op.kind != "method"]  # x.sum: at the root
+    ops = em.elementwise  # ``x.sum``: at the root; the reductions and so on: after
     root = region.root
+    reductions = region.reductions
     member = em.member
-    views = [op for op in ops if op.kind == "getitem"]
+    views = em.views
     view_names = {op.target for op in views}
-    inputs: dict[str, None] = {}
-    for op in ops:
-        for a in op.args[:1] if op.kind == "getitem" else op.args:
-            if type(a) is str and a not in member:
-                inputs[a] = None
     slices = {op.args[1]: None for op in views}
     funcs = {op.func: op.attr or op.kind for op in region.ops if op.func}
     tests = ["_ad_FLAGS.fused", *(f"{f} is _ad_np.{k}" for f, k in funcs.items())]
-    first = None  # every input has the first one's dtype, float64 or float32
-    for a in inputs:
-        if first is None:
-            first = a
-            dtype = f"({a}.dtype is _ad_f64 or {a}.dtype is _ad_f32)"
-        else:
-            dtype = f"{a}.dtype is {first}.dtype"
-        tests.append(f"type({a}) is _ad_ndarray and {dtype}")
     tests += [f"type({s}) is _ad_slice" for s in slices]
-    direct = [a for a in inputs if _direct(a, ops)]
-    if direct:  # not 0-d: numpy's operations on those return numbers, not arrays
-        tests.append(f"{direct[0]}.ndim")
-    shapes = [f"{a}.shape" for a in direct]
-    stmts: list[tuple[str, int]] = []
-    if len(shapes) + len(views) > 1:
-        shapes += [f"({em.z(op.target)} := {op.args[0]}[{op.args[1]}]).shape" for op in views]
-        tests.append(" == ".join(shapes))
-    else:
-        stmts += [(f"{em.z(op.target)} = {op.args[0]}[{op.args[1]}]", op.line) for op in views]
+    # an array is sliced only when it is one (a list's slice is a list)
+    tests += [f"type({a}) is _ad_ndarray" for a in em.sliced]
+    # the views are taken in the test; ``_ad_fused_shape`` checks the operands' types
+    # and dtypes and finds the shape the region computes at (see its doc)
+    operands = [
+        f"({em.z(a)} := {em.view[a].args[0]}[{em.view[a].args[1]}])" if a in em.view else a
+        for a in em.operands
+    ]
+    tests.append(f"(_ad_zS{key} := _ad_fused_shape({em.full}, {', '.join(operands)})) is not None")
+    for a in em.leaves:  # a number (an array would make the root one)
+        tests.append(
+            f"(type({a}) is float or type({a}) is int or type({a}) is _ad_np.float64"
+            f" or type({a}) is _ad_np.float32)"
+        )
+    if len(reductions) > 1:  # each reduces an array of the region's shape (v is theirs)
+        full = [em.is_full(em.deps[r.args[0]], f"_ad_zS{key}[2]") for r in reductions]
+        tests += ["False"] if None in full else [t for t in full if t]
+    stmts: list[tuple[str, int]] = [
+        (f"{em.shape}, {em.dtype}, {em.mask}, {em.size}, {em.same} = _ad_zS{key}", root.line)
+    ]
     stmts += [(f"{z} = {a}", root.line) for a, z in em.aliases.items() if z in kept]
+    for a, z in em.fit_aliases.items():
+        if z not in kept:
+            continue
+        full = em.is_full(em.bit[a])
+        stmts.append((f"{z} = None if {full} else {a}" if full else f"{z} = {a}", root.line))
     # The members the adjoint reads, and those they read, first: the rest only
     # compute the value, which ``ad.gradient`` does not need (see ``Fused.value``).
     needed: set[str] = set()
@@ -672,14 +920,14 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
     order = [op for op in computed if op.target in needed]
     order += [op for op in computed if op.target not in needed]
     last_use: dict[str, int] = {}
-    for k, op in enumerate([*order, root]):
+    for k, op in enumerate([*order, *reductions]):
         for a in op.args:
             if type(a) is str and a in member:
                 last_use[a] = k
     value: list[tuple[str, int]] = []
     pool: list[str] = []
     for k, op in enumerate(order):
-        if op.target not in needed and stmts and not value:
+        if op.target not in needed and k and not value:
             # the part the adjoint needs ends by deleting its dead members (below):
             # their buffers are no longer free to the value's part
             pool = []
@@ -694,28 +942,42 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
             and last_use[a] == k
             and em.z(a) not in kept
         ]
+        # a buffer that has the region's shape (see ``_Emitter.is_full``) takes the
+        # result; one of another shape might not hold it, one of numbers is no buffer
+        dying = [b for b in dying if em.is_full(em.deps[em.member_of[b]]) is not None]
+        pool = [b for b in pool if em.is_full(em.deps[em.member_of[b]]) is not None]
         buffers = pool + dying
         out = buffers.pop(0) if buffers else None
         pool = buffers
-        (stmts if op.target in needed else value).append(
-            (f"{z} = {_op_expr(op, args, out)}", op.line)
-        )
+        expr = _op_expr(op, args, out)
+        if out is not None:
+            full = [em.is_full(em.deps[em.member_of[out]])]
+            if out not in dying:  # from the pool: the result must have the shape too
+                full.append(em.is_full(em.deps[op.target]))
+            if None in full:
+                expr = _op_expr(op, args, None)
+            elif any(full):
+                expr = f"{expr} if {' and '.join(t for t in full if t)} else {_op_expr(op, args, None)}"
+        (stmts if op.target in needed else value).append((f"{z} = {expr}", op.line))
     # What the rules compute (see ``ad._fast._lean_reduction``): np.add.reduce, as
     # np.sum does, and for the mean its division, as np.mean does (with its warning
     # and NaN for an empty array).
-    arg = em.z(root.args[0])
-    if root.kind == "mean":
-        n = f"_ad_z{key}_n"
-        first = direct[0] if direct else em.z(views[0].target)
-        stmts.append((f"{n} = {first}.size", root.line))
-        mean = f"{root.func}({arg})" if root.func else f"{arg}.mean()"
-        # np.float64 (np.float32) divided by an int: the same type, as np.mean's
-        total = f"_ad_np.add.reduce({arg}, None) / {n} if {n} else {mean}"
-    else:
-        total = f"_ad_np.add.reduce({arg}, None)"
-    value.append((f"{root.target} = {total}", root.line))
+    # Then what combines them: the user's own operations on those numbers.
+    for op in region.scalars:
+        target = root.target if op is root else em.z(op.target)
+        args = [em.z(a) if type(a) is str else number(a) for a in op.args]
+        if op.kind == "mean":
+            n = em.size
+            mean = f"{op.func}({args[0]})" if op.func else f"{args[0]}.mean()"
+            # np.float64 (np.float32) divided by an int: the same type, as np.mean's
+            total = f"_ad_np.add.reduce({args[0]}, None) / {n} if {n} else {mean}"
+        elif op.kind == "sum":
+            total = f"_ad_np.add.reduce({args[0]}, None)"
+        else:
+            total = _op_expr(op, args, None)
+        value.append((f"{target} = {total}", op.line))
     # A member the adjoint needs may also be read by the value's part, which runs after.
-    read_later = {a for op in [*computed, root] if op.target not in needed for a in op.args}
+    read_later = {a for op in [*computed, *reductions] if op.target not in needed for a in op.args}
     for part, for_adjoint in ((stmts, True), (value, False)):
         dead = [
             em.z(op.target)
@@ -727,11 +989,6 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
         if dead:
             part.append((f"del {', '.join(dict.fromkeys(dead))}", root.line))
     return stmts, value, " and ".join(tests)
-
-
-def _direct(a: str, ops: list[Op]) -> bool:
-    """Whether input ``a`` is an operand of an elementwise member (not only sliced)."""
-    return any(a in op.args for op in ops if op.kind != "getitem")
 
 
 def _op_expr(op: Op, args: list[str], out: str | None) -> str:
@@ -751,26 +1008,27 @@ def _op_expr(op: Op, args: list[str], out: str | None) -> str:
     return f"{op.func}({args[0]})" if out is None else f"{op.func}({args[0]}, out={out})"
 
 
-_FRESH = re.compile(r"^(\w+) = _ad_np\.(multiply|divide|cos|sin|square|power)\((.*)\)$")
-
-
-def _reuse_when_once(lines: list[str], owned: list[str]) -> None:
-    """Let the adjoint's new arrays take the buffers of the primal's arrays it read for
-    the last time, when it runs once (``_ad_once``): they are the region's own, and
-    a second run would read them again. ``lines`` is rewritten in place."""
+def _reuse_when_once(lines: list[str], owned: dict[str, str | None], empty: str) -> None:
+    """Let the adjoint's new arrays (``out=empty``) take the buffers of the primal's
+    arrays it read for the last time, when it runs once (``_ad_once``): they are the
+    region's own, and a second run would read them again. ``owned``: those arrays,
+    each with the test that it has the region's shape (``fuse._Emitter.is_full``),
+    as a new array has. ``lines`` is rewritten in place."""
     last: dict[str, int] = {}
     for i, src in enumerate(lines):
         for n in _NAME.findall(src):
             last[n] = i
-    free = [n for n in owned if n in last]
+    free = [n for n, full in owned.items() if n in last and full is not None]
+    fresh = f"out={empty})"
     for i, src in enumerate(lines):
-        m = _FRESH.match(src)
-        if m is None or "out=" in src:
+        if not src.endswith(fresh) or src.count("out=") != 1:
             continue
         dead = [n for n in free if last[n] <= i]
         if dead:
-            free.remove(dead[0])
-            lines[i] = f"{m[1]} = _ad_np.{m[2]}({m[3]}, out={dead[0]} if _ad_once else None)"
+            n = dead[0]
+            free.remove(n)
+            test = f"_ad_once and {owned[n]}" if owned[n] else "_ad_once"
+            lines[i] = f"{src[: -len(fresh)]}out={n} if {test} else {empty})"
 
 
 def _parse_at(stmts: list[tuple[str, int]]) -> list[ast.stmt]:

@@ -505,10 +505,11 @@ class _Gen:
             self.dropped.extend(fz.kept)
             free = at(ast.Assign([_sn(n, line) for n in fz.kept], _const(None, line)), line)
             inner.append(_if_once([free], [], line))
-        fused_b = [
-            at(ast.If(_is_not_z(d(root.target), line), inner, []), line),
-            *self.reset([root.target], line, 0),
-        ]
+        reset = self.reset([root.target], line, 0)
+        if any(name == root.target for name, _ in fz.cotangents):  # s = s + np.sum(...)
+            inner[len(fz.backward) : len(fz.backward)] = reset  # before the old s's
+            reset = []
+        fused_b = [at(ast.If(_is_not_z(d(root.target), line), inner, []), line), *reset]
         fwd = [at(ast.If(fz.guard, fused_f, fallback_f), line)]
         return fwd, [at(ast.If(_ln(flag, line), fused_b, fallback_b), line)]
 
