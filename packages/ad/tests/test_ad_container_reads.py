@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from ad_testing import fd_gradient
+from ad_testing import fd_gradient, in_place
 
 import ad
 from rulescore import Tangent
@@ -271,6 +271,36 @@ def test_a_list_returned_after_appends_keeps_the_callers_seed():
     assert back(seed)[0] == [2.0, 8.0, 18.0]
     assert seed == [1.0, 2.0, 3.0]
     assert back(seed)[0] == [2.0, 8.0, 18.0]
+
+
+def appended_param(x, n):
+    ys = []
+    for _ in range(n):
+        ys.append(x)  # the parameter itself: its adjoint and the list's in one loop
+    return ys[0] * ys[-1]
+
+
+def test_appending_a_parameter_matches_hand_derived_in_both_modes():
+    assert ad.gradient(appended_param, 1.5, 7)[0] == pytest.approx(3.0)
+    assert ad.jvp(appended_param, (1.5, 7), (1.0, None))[1] == pytest.approx(3.0)
+
+
+@in_place
+def test_a_loop_of_appends_of_a_parameter_copies_no_whole_cotangents(monkeypatch):
+    # the list's adjoint was also held by the slot it came in (``_ad_g1``), so no
+    # pullback could give up its last entry in place: each append copied the list
+    import ad._rules_objects as objects
+
+    whole = []
+    entries = objects.entries
+
+    def counting(ȳ, n, what):
+        whole.append(n)
+        return entries(ȳ, n, what)
+
+    monkeypatch.setattr(objects, "entries", counting)
+    assert ad.gradient(appended_param, 0.5, 300)[0] == pytest.approx(1.0)
+    assert len(whole) <= 2, f"{len(whole)} whole-list cotangents split for 300 appends"
 
 
 def test_a_loop_of_appends_copies_no_whole_cotangents(monkeypatch):

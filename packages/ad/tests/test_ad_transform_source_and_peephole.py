@@ -145,3 +145,54 @@ def test_an_elementwise_gradient_peaks_at_seven_arrays():
         gx, (np.cos(x) - x * np.sin(x)) * g + np.tanh(y), rtol=1e-10, atol=1e-12
     )
     np.testing.assert_allclose(gy, (1 - np.tanh(y) ** 2) * x + 2 * y, rtol=1e-10, atol=1e-12)
+
+
+def _accumulations(tree):
+    """Every ``_ad_d_* = v`` in ``tree`` listed as an accumulation (no slot places)."""
+    import ast
+
+    return {
+        id(st): (st, None)
+        for st in ast.walk(tree)
+        if type(st) is ast.Assign
+        and type(st.targets[0]) is ast.Name
+        and st.targets[0].id.startswith("_ad_d_")
+        and not (type(st.value) is ast.Name and st.value.id == "_ad_Z")
+    }
+
+
+@pytest.mark.parametrize(
+    ("branches", "zero_after"),
+    [
+        # reset in both branches: zero after the join; in one only: not known
+        ("if c:\n    _ad_d_a = _ad_Z\nelse:\n    _ad_d_a = _ad_Z\n", {"_ad_d_a", "_ad_d_b"}),
+        ("if c:\n    _ad_d_a = _ad_Z\n", {"_ad_d_b"}),
+        # written in one branch: not zero after, though zero on entry
+        ("if c:\n    _ad_d_b = g\nelse:\n    pass\n", set()),
+        ("if c:\n    pass\nelse:\n    _ad_d_b = g\n", set()),
+        # written then reset within the branch, nested: still zero
+        (
+            "if c:\n    _ad_d_b = g\n    if d:\n        _ad_d_b = _ad_Z\n    else:\n"
+            "        _ad_d_b = _ad_Z\n",
+            {"_ad_d_b"},
+        ),
+        # a loop's writes leave it not known, whatever its body ends with
+        ("for i in r:\n    _ad_d_b = g\n    _ad_d_b = _ad_Z\n", set()),
+    ],
+)
+def test_the_zero_analysis_meets_branches(branches, zero_after):
+    # simplify_adjoint walks each branch on one set and undoes it (a journal), not a
+    # copy per ``if``: the set after a join is what is zero at the end of every path
+    import ast
+
+    from ad.transform.simplify import simplify_adjoint
+
+    tree = ast.parse(branches + "_ad_d_a = h\n_ad_d_b = h\n")
+    acc = _accumulations(tree)
+    *body, read_a, read_b = tree.body
+    zero = simplify_adjoint(tree.body, {"_ad_d_b"}, acc)
+    assert zero == set()  # both written at the end
+    # the two accumulations after the join: plain where zero, additions elsewhere
+    for read, name in ((read_a, "_ad_d_a"), (read_b, "_ad_d_b")):
+        plain = type(read.value) is ast.Name
+        assert plain == (name in zero_after), ast.unparse(tree)

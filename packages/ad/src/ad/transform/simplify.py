@@ -64,6 +64,18 @@ def _releases(stmts: list[ast.stmt], i: int, slot: str) -> bool:
     return len(t) == 1 and type(t[0]) is _Name and t[0].id == slot
 
 
+def _release(out: list[ast.stmt], stmts: list[ast.stmt], i: int, value: ast.expr) -> None:
+    """After ``stmts[i]`` handed the slot ``value`` (``_ad_g1``) to an adjoint, ``slot =
+    None``, unless the generator released it already: the adjoint is then the only
+    holder, so the next pullback may add into it or give it up in place."""
+    if (
+        type(value) is _Name
+        and value.id.startswith("_ad_g")
+        and not _releases(stmts, i + 1, value.id)
+    ):
+        out.append(_assign(value.id, _const(None, value.lineno), value.lineno))
+
+
 def added(st: ast.Assign, zero_test: bool) -> ast.Assign:
     """``X = V`` made ``X = _ad_acc(X, V)``, or with ``zero_test``
     ``X = V if X is _ad_Z else _ad_acc(X, V)`` (in place). Outside loops there is
@@ -85,12 +97,58 @@ def _added_value(value: ast.expr) -> ast.expr:
     return value.body if type(value) is ast.IfExp else value.args[1]  # type: ignore[attr-defined]
 
 
+class _Zeros:
+    """The adjoint names known to be zero, with a journal of changes, so that each
+    branch of an ``if`` is walked on the one set and undone after (copying the set
+    at every ``if`` made the pass quadratic in the function's length)."""
+
+    __slots__ = ("journal", "names")
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = set(names)
+        self.journal: list[tuple[str, bool]] = []  # (name, was it zero before)
+
+    def add(self, name: str) -> None:
+        if name not in self.names:
+            self.names.add(name)
+            self.journal.append((name, False))
+
+    def discard(self, name: str) -> None:
+        if name in self.names:
+            self.names.discard(name)
+            self.journal.append((name, True))
+
+    def undo(self, mark: int) -> dict[str, bool]:
+        """Undo the changes since ``mark``; the names they touched, each with
+        whether it was zero before the undo (at the end of the walked branch)."""
+        journal, names = self.journal, self.names
+        end: dict[str, bool] = {}
+        while len(journal) > mark:
+            name, was = journal.pop()
+            end.setdefault(name, name in names)  # the latest change is popped first
+            if was:
+                names.add(name)
+            else:
+                names.discard(name)
+        return end
+
+    def meet(self, *ends: dict[str, bool]) -> None:
+        """Zero after paths that ended as ``ends`` (undone, so the set is as on
+        entry; an empty end is a path that changed nothing): zero at the end of each."""
+        names = self.names
+        for name in set().union(*ends):
+            now = name in names
+            if all(end.get(name, now) for end in ends):
+                self.add(name)
+            else:
+                self.discard(name)
+
+
 def simplify_adjoint(
     stmts: list[ast.stmt],
     zero: set[str],
     accumulations: dict[int, tuple],
     release: bool = True,
-    in_loop: bool = False,
 ) -> set[str]:
     """Make each accumulation in ``stmts`` an addition, unless its adjoint is
     statically known to be zero.
@@ -104,9 +162,21 @@ def simplify_adjoint(
     ``release``: a slot added into an adjoint is set to None right after, so the
     array it held (now inside the adjoint, or added into it in place) is not kept
     alive by the slot until some later block happens to reuse its name.
-    ``in_loop``: ``stmts`` are (in) a loop body (see ``added``).
     """
-    zero = set(zero)
+    zeros = _Zeros(zero)
+    _simplify(stmts, zeros, accumulations, release, False)
+    return zeros.names
+
+
+def _simplify(
+    stmts: list[ast.stmt],
+    zero: _Zeros,
+    accumulations: dict[int, tuple],
+    release: bool,
+    in_loop: bool,
+) -> None:
+    """``simplify_adjoint`` on a block; ``in_loop``: the block is (in) a loop body
+    (see ``added``)."""
     out: list[ast.stmt] = []
     for i, st in enumerate(stmts):
         kind = type(st)
@@ -115,49 +185,54 @@ def simplify_adjoint(
             acc = accumulations.get(id(st))
             if acc is not None:
                 name = targets[0].id
-                if name not in zero:
+                if name not in zero.names:
                     out.append(added(st, in_loop))  # type: ignore[arg-type]
-                    value = _added_value(st.value)  # type: ignore[attr-defined]
-                    if (
-                        release
-                        and type(value) is _Name
-                        and value.id.startswith("_ad_g")
-                        and not _releases(stmts, i + 1, value.id)
-                    ):
-                        out.append(_assign(value.id, _const(None, st.lineno), st.lineno))
+                    if release:
+                        _release(out, stmts, i, _added_value(st.value))  # type: ignore[attr-defined]
                     continue
                 zero.discard(name)
                 if acc[1] is None:
                     out.append(st)
+                    if release:  # X = slot: a list cotangent held twice is not given up
+                        _release(out, stmts, i, st.value)  # type: ignore[attr-defined]
                     continue
                 store = _sn(name, st.lineno)
-                for place, i in acc[1]:
-                    place[i] = store
+                for place, j in acc[1]:
+                    place[j] = store
                 continue
             out.append(st)
             value = st.value  # type: ignore[attr-defined]
             if type(value) is _Name and value.id == Z:
-                zero.update(t.id for t in targets if type(t) is _Name)
+                for t in targets:
+                    if type(t) is _Name:
+                        zero.add(t.id)
             elif len(targets) == 1 and type(targets[0]) is _Name:
                 zero.discard(targets[0].id)  # _assigned(st), the common case
             else:
-                zero -= _assigned(st)
+                for name in _assigned(st):
+                    zero.discard(name)
             continue
         out.append(st)
         if kind is _If:
             test = st.test  # type: ignore[attr-defined]
             if type(test) is _Name and test.id == "_ad_once":
                 continue  # tape bookkeeping of a single-use adjoint: it assigns no adjoint
-            z1 = simplify_adjoint(st.body, zero, accumulations, release, in_loop)  # type: ignore[attr-defined]
+            mark = len(zero.journal)
+            _simplify(st.body, zero, accumulations, release, in_loop)  # type: ignore[attr-defined]
+            end = zero.undo(mark)
             if st.orelse:  # type: ignore[attr-defined]
-                zero = z1 & simplify_adjoint(st.orelse, zero, accumulations, release, in_loop)  # type: ignore[attr-defined]
-            else:
-                zero &= z1
+                _simplify(st.orelse, zero, accumulations, release, in_loop)  # type: ignore[attr-defined]
+                zero.meet(end, zero.undo(mark))
+            else:  # the path around the body: the entry's state
+                zero.meet(end, {})
         elif kind is ast.For or kind is ast.While:
-            zero -= _assigned_in(st.body)  # type: ignore[attr-defined]
-            simplify_adjoint(st.body, zero, accumulations, release, True)  # type: ignore[attr-defined]
+            for name in _assigned_in(st.body):  # type: ignore[attr-defined]
+                zero.discard(name)
+            mark = len(zero.journal)
+            _simplify(st.body, zero, accumulations, release, True)  # type: ignore[attr-defined]
+            zero.undo(mark)
         else:
-            zero -= _assigned(st)
+            for name in _assigned(st):
+                zero.discard(name)
     if out != stmts:  # statements dropped or added (compared by identity)
         stmts[:] = out
-    return zero
