@@ -789,16 +789,28 @@ def test_alias_programs_that_are_differentiated(f, x):
 # The wrong numbers this audit found, each now refused with the user's line and a fix.
 
 
-@pytest.mark.xfail(
-    reason="known wrong gradient: a nested function's derivative is taken where it is "
-    "defined, before a function it calls that is defined below it (or mutually recursive) "
-    "exists; refusing it statically also refuses rules' own code (rules._sequences), "
-    "so it needs the closure's tangent taken again after the later definition",
-    strict=True,
-)
 @pytest.mark.parametrize("f", [defined_after_use, mutual_recursion], ids=lambda f: f.__name__)
 def test_a_nested_function_defined_after_its_user(f):
-    check_sound(f, 0.7)
+    # Wrong before (reverse and forward): the closure's derivative was taken where it is
+    # defined, before the function it calls existed. Mutual recursion is refused in
+    # forward mode (and so by ``hessian``, reverse over forward), with the user's line.
+    outcomes = check_sound(f, 0.7)
+    assert outcomes[0] == "ok"
+    assert outcomes[1] == ("refused" if f is mutual_recursion else "ok")
+
+
+def test_recursive_nested_functions_in_reverse_mode_and_reverse_over_reverse():
+    # recursive_inner: p(3, 1) = x^3; recursive_lambda: g(2) = x^3;
+    # mutual_recursion: ev(3, 1) = od(2, x) = ev(1, 2x) = od(0, 2x^2) = 2x^2.
+    x = 0.7
+    for f, g, h in [
+        (recursive_inner, 3 * x**2, 6 * x),
+        (recursive_lambda, 3 * x**2, 6 * x),
+        (mutual_recursion, 4 * x, 4.0),
+    ]:
+        assert ad.gradient(f, x)[0] == pytest.approx(g), f.__name__
+        assert ad.gradient(f, x)[0] == pytest.approx(fd_gradient(f, x)[0], rel=1e-6)
+        assert ad.hessian_reverse(f, x) == pytest.approx(h), f.__name__
 
 
 def _refusal(f, x, mode):
@@ -823,14 +835,15 @@ def test_a_list_row_written_in_a_loop_is_refused_naming_the_list(mode):
     assert "'row'" in msg and "'M'" in msg and "To fix" in msg
 
 
-@pytest.mark.parametrize("mode", ["reverse", "forward"])
+@pytest.mark.parametrize("mode", ["forward"])  # reverse mode differentiates them (above)
 @pytest.mark.parametrize(
     "f, where, names",
     [
         (recursive_inner, "def p(n, v)", ["'p' calls itself", "'x'", "p(..., x)"]),
         (recursive_lambda, "g = lambda n", ["calls itself", "'x'"]),
+        (mutual_recursion, "def od(n, v)", ["'ev' and 'od' call each other", "'x'"]),
     ],
-    ids=["recursion", "recursive-lambda"],
+    ids=["recursion", "recursive-lambda", "mutual-recursion"],
 )
 def test_nested_functions_whose_derivative_would_be_lost_are_refused(mode, f, where, names):
     with pytest.raises(ad.UnsupportedSyntaxError) as e:
@@ -844,19 +857,21 @@ def test_nested_functions_whose_derivative_would_be_lost_are_refused(mode, f, wh
 
 @pytest.mark.parametrize("mode", ["reverse", "forward"])
 @pytest.mark.parametrize(
-    "f, read",
+    "f, hand",
     [
-        (closure_appends_to_outer_list, "return acc[0] * x"),
-        (closure_writes_outer_dict, 'return d["k"] + x'),
+        (closure_appends_to_outer_list, lambda x: 4 * x),  # 2x * x
+        (closure_writes_outer_dict, lambda x: 2 * x + 1),  # x^2 + x
     ],
     ids=["list", "dict"],
 )
-def test_a_container_a_closure_writes_is_refused_where_read(mode, f, read):
-    with pytest.raises(ad.MutationError) as e:
-        _refusal(f, 0.7, mode)
-    msg = str(e.value)
-    assert f"{THIS_FILE}:{_line_of(f, read)}" in msg, msg
-    assert "as an argument" in msg
+def test_a_container_a_closure_writes_is_followed_where_read(mode, f, hand):
+    # Refused once (the read after the call was a constant); now the container the
+    # closure captures is followed by identity around the call (transform.holders).
+    x = 0.7
+    got = _refusal(f, x, mode)
+    got = got[0] if mode == "reverse" else got[1]
+    assert got == pytest.approx(hand(x), rel=1e-9)
+    assert fd_gradient(f, x)[0] == pytest.approx(hand(x), rel=1e-6)
 
 
 def test_super_init_keywords_hand_values_to_hand_derived_derivatives():
@@ -972,3 +987,57 @@ def _load(source, tmp_path):
 def test_generated_alias_programs_are_right_or_refused(tmp_path, source, x):
     f, path = _load(source, tmp_path)
     check_sound(f, x, second=False, filename=path)
+
+
+class _Scaled:
+    def __init__(self, v):
+        self.value = v
+
+    def scale(self, s):
+        self.value *= s
+        return self
+
+
+def scaled_discarded(x):
+    p = _Scaled(x)
+    p.scale(x)  # the result is discarded: only the write into p carries x
+    return p.value * x
+
+
+def scaled_bound(x):
+    p = _Scaled(x)
+    q = p.scale(x)
+    return q.value * x
+
+
+# f = x³: f' = 3x², f'' = 6x
+_SECOND = {
+    "forward over reverse": lambda f, x: ad.hessian(f, x),
+    "reverse over forward": lambda f, x: ad.gradient(lambda x: ad.jvp(f, (x,), (1.0,))[1], x)[0],
+    "forward over reverse, by hand": lambda f, x: ad.jvp(
+        lambda x: ad.gradient(f, x)[0], (x,), (1.0,)
+    )[1],
+}
+
+
+@pytest.mark.parametrize("f", [scaled_discarded, scaled_bound])
+def test_a_method_writing_its_object_at_first_order(f):
+    assert ad.gradient(f, 1.1)[0] == pytest.approx(3 * 1.1**2)
+    assert ad.jvp(f, (1.1,), (1.0,))[1] == pytest.approx(3 * 1.1**2)
+
+
+@pytest.mark.parametrize("mode", list(_SECOND))
+def test_a_method_writing_its_object_at_second_order(mode):
+    assert _SECOND[mode](scaled_bound, 1.1) == pytest.approx(6 * 1.1)
+
+
+@pytest.mark.xfail(
+    reason="known wrong second derivative (2.0 where 6.6 is right): a call whose result "
+    "is discarded and whose only effect is a write into an object; the outer pass "
+    "loses the write's derivative (each nesting path, separately). Spell it "
+    "q = p.scale(x) and read q.",
+    strict=True,
+)
+@pytest.mark.parametrize("mode", list(_SECOND))
+def test_a_discarded_call_writing_its_object_at_second_order(mode):
+    assert _SECOND[mode](scaled_discarded, 1.1) == pytest.approx(6 * 1.1)

@@ -273,6 +273,21 @@ def test_a_list_returned_after_appends_keeps_the_callers_seed():
     assert back(seed)[0] == [2.0, 8.0, 18.0]
 
 
+def _count_splits(monkeypatch):
+    """The lengths of the list cotangents the append rule splits whole."""
+    import ad._rules_objects as objects
+
+    whole = []
+    entries = objects.entries
+
+    def counting(ȳ, n, what):
+        whole.append(n)
+        return entries(ȳ, n, what)
+
+    monkeypatch.setattr(objects, "entries", counting)
+    return whole
+
+
 def appended_param(x, n):
     ys = []
     for _ in range(n):
@@ -289,31 +304,13 @@ def test_appending_a_parameter_matches_hand_derived_in_both_modes():
 def test_a_loop_of_appends_of_a_parameter_copies_no_whole_cotangents(monkeypatch):
     # the list's adjoint was also held by the slot it came in (``_ad_g1``), so no
     # pullback could give up its last entry in place: each append copied the list
-    import ad._rules_objects as objects
-
-    whole = []
-    entries = objects.entries
-
-    def counting(ȳ, n, what):
-        whole.append(n)
-        return entries(ȳ, n, what)
-
-    monkeypatch.setattr(objects, "entries", counting)
+    whole = _count_splits(monkeypatch)
     assert ad.gradient(appended_param, 0.5, 300)[0] == pytest.approx(1.0)
     assert len(whole) <= 2, f"{len(whole)} whole-list cotangents split for 300 appends"
 
 
 def test_a_loop_of_appends_copies_no_whole_cotangents(monkeypatch):
-    import ad._rules_objects as objects
-
-    whole = []
-    entries = objects.entries
-
-    def counting(ȳ, n, what):
-        whole.append(n)
-        return entries(ȳ, n, what)
-
-    monkeypatch.setattr(objects, "entries", counting)
+    whole = _count_splits(monkeypatch)
     xs = [0.01 * i for i in range(300)]
     g = ad.gradient(appended, xs)[0]
     assert g[5] == pytest.approx(2 * xs[5] * 6.0)

@@ -9,67 +9,13 @@ hand-derived values, in reverse and forward mode and at second order; the value
 with numpy's own, bit for bit.
 """
 
-import contextlib
-import importlib.util
-import itertools
-import textwrap
-
 import numpy as np
 import pytest
 from ad_testing import fd_gradient, fd_hessian, same_bits
+from fused_testing import fallback_refused, load, per_operation
 
 import ad
-from ad._fast import FLAGS
 from ad._fused import fused_fit, fused_full, fused_shape
-from ad.transform import _CELLS
-
-_counter = itertools.count()
-PER_OPERATION = (
-    "_ad_fasti_add",
-    "_ad_fasti_add_into",
-    "_ad_fasti_sub",
-    "_ad_fasti_sub_into",
-    "_ad_fasti_mul",
-    "_ad_fasti_truediv",
-    "_ad_fasti_pow",
-    "_ad_rcall",
-)
-
-
-@contextlib.contextmanager
-def per_operation():
-    FLAGS.fused = False
-    try:
-        yield
-    finally:
-        FLAGS.fused = True
-
-
-@contextlib.contextmanager
-def only_fused():
-    """The per-operation helpers raise: only the fused path can succeed."""
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the per-operation path ran")
-
-    saved = {h: _CELLS[h].cell_contents for h in PER_OPERATION if h in _CELLS}
-    try:
-        for h in saved:
-            _CELLS[h].cell_contents = refuse
-        yield
-    finally:
-        for h, v in saved.items():
-            _CELLS[h].cell_contents = v
-
-
-def load(source, tmp_path):
-    path = tmp_path / f"fused_broadcast_{next(_counter)}.py"
-    path.write_text("import numpy as np\n\n" + textwrap.dedent(source))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.f
-
 
 rng = np.random.default_rng(20)
 M, N = 4, 3
@@ -135,7 +81,7 @@ def test_broadcast_operands_fuse(tmp_path, name, expression, b, hand):
     x0, b0 = x.copy(), np.copy(b)
     assert "_ad_fz1 = True" in ad.code_adjoint(f, x, b)
     ad.gradient(f, x, b)  # transformed: the helpers' cells exist
-    with only_fused():
+    with fallback_refused():
         val, (gx, gb) = ad.withgradient(f, x, b)
     same_bits(val, f(x, b))  # numpy's value, bit for bit
     assert np.array_equal(x, x0) and np.array_equal(b, b0)
@@ -196,7 +142,7 @@ def test_float32_broadcast_regions_stay_float32(tmp_path):
     x = X.astype(np.float32)
     for b in (rng.uniform(-0.5, 0.5, N).astype(np.float32), np.float32(0.25), 0.25):
         ad.gradient(f, x, b)
-        with only_fused():
+        with fallback_refused():
             val, (gx, gb) = ad.withgradient(f, x, b)
         same_bits(val, f(x, b))
         assert type(val) is np.float32 and gx.dtype == np.float32
@@ -225,7 +171,7 @@ def test_a_member_of_another_shape_keeps_its_own_buffer(tmp_path):
     )
     x, b, c = X.copy(), rng.uniform(0.5, 1.5, N), rng.uniform(0.5, 1.5, (M, 1))
     ad.gradient(f, x, b, c)
-    with only_fused():
+    with fallback_refused():
         val, got = ad.withgradient(f, x, b, c)
         _, back = ad.pullback(f, x, b, c)
         again = [back(1.0), back(2.0)]  # a pullback run twice writes into nothing it reads
@@ -255,7 +201,7 @@ def test_sliced_arrays_fuse_with_broadcast_operands(tmp_path):
     )
     x = rng.uniform(-1.5, 1.5, 30)
     ad.gradient(f, x)
-    with only_fused():
+    with fallback_refused():
         (g,) = ad.gradient(f, x)
     r = x[1:] - x[:-1] ** 2
     want = np.zeros_like(x)

@@ -9,67 +9,14 @@ differences and hand-derived values, in reverse and forward mode and at second
 order.
 """
 
-import contextlib
-import importlib.util
-import itertools
 import textwrap
 
 import numpy as np
 import pytest
 from ad_testing import fd_gradient, fd_hessian, same_bits
+from fused_testing import fallback_refused, load, per_operation
 
 import ad
-from ad._fast import FLAGS
-from ad.transform import _CELLS
-
-_counter = itertools.count()
-PER_OPERATION = (
-    "_ad_fasti_add",
-    "_ad_fasti_add_into",
-    "_ad_fasti_sub",
-    "_ad_fasti_sub_into",
-    "_ad_fasti_mul",
-    "_ad_fasti_truediv",
-    "_ad_fasti_neg",
-    "_ad_fasti_pow",
-    "_ad_rcall",
-)
-
-
-@contextlib.contextmanager
-def per_operation():
-    FLAGS.fused = False
-    try:
-        yield
-    finally:
-        FLAGS.fused = True
-
-
-@contextlib.contextmanager
-def only_fused():
-    """The per-operation helpers raise: only the fused path can succeed."""
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the per-operation path ran")
-
-    saved = {h: _CELLS[h].cell_contents for h in PER_OPERATION if h in _CELLS}
-    try:
-        for h in saved:
-            _CELLS[h].cell_contents = refuse
-        yield
-    finally:
-        for h, v in saved.items():
-            _CELLS[h].cell_contents = v
-
-
-def load(source, tmp_path):
-    path = tmp_path / f"fused_combined_{next(_counter)}.py"
-    path.write_text("import numpy as np\n\n" + textwrap.dedent(source))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.f
-
 
 rng = np.random.default_rng(30)
 X, Y = rng.uniform(0.5, 1.5, 9), rng.uniform(0.5, 1.5, 9)
@@ -134,7 +81,7 @@ def test_combined_reductions_are_one_region(tmp_path, name, body, hand):
     src = ad.code_adjoint(f, x, y, S)
     assert "_ad_fz1 = True" in src and "_ad_fz2" not in src  # one region
     ad.gradient(f, x, y, S)  # transformed: the helpers' cells exist
-    with only_fused():
+    with fallback_refused():
         val, got = ad.withgradient(f, x, y, S)
     same_bits(val, f(x, y, S))  # the user's operations on numpy's sums, bit for bit
     want = hand(x, y, S)
@@ -226,7 +173,7 @@ def test_the_value_a_combination_reads_besides_reductions(tmp_path, s):
         np.testing.assert_allclose(gy, 2 * (x + y))
         np.testing.assert_allclose(gs, np.ones(2))
         return
-    with only_fused():
+    with fallback_refused():
         val, (gx, gy, gs) = ad.withgradient(f, x, y, s)
     same_bits(val, f(x, y, s))
     np.testing.assert_allclose(gx, y, rtol=1e-13)
@@ -247,7 +194,7 @@ def test_a_reduction_over_a_broadcast_operand_takes_the_per_operation_path(tmp_p
     np.testing.assert_allclose(gb, 3.0 * x.sum(axis=0) + 4.0 * b, rtol=1e-13)
     same_bits(ad.pullback(f, x, b)[0], f(x, b))
     # of one shape, the same program is one fused region
-    with only_fused():
+    with fallback_refused():
         gx, gb = ad.gradient(f, x, rng.normal(size=(4, 3)))
 
 
@@ -259,7 +206,7 @@ def test_combined_reductions_with_broadcast_operands(tmp_path):
     )
     x, b = rng.normal(size=(4, 3)), rng.normal(size=3)
     ad.gradient(f, x, b)
-    with only_fused():
+    with fallback_refused():
         val, (gx, gb) = ad.withgradient(f, x, b)
     same_bits(val, f(x, b))
     t = np.tanh(x + b)

@@ -7,62 +7,19 @@ and with the per-operation path (``FLAGS.fused`` off) on the same program; the
 conditions under which a region falls back are tested too.
 """
 
-import contextlib
-import importlib.util
-import itertools
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
+from fused_testing import fallback_refused, load, per_operation
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import ad
 from ad import CotangentShapeError
-from ad._fast import FLAGS
-from ad.transform import _CELLS
 from rulescore import CotangentError, ZeroTangent
-
-_counter = itertools.count()
-
-
-@contextlib.contextmanager
-def per_operation():
-    """Run the per-operation path: what every region falls back to."""
-    FLAGS.fused = False
-    try:
-        yield
-    finally:
-        FLAGS.fused = True
-
-
-@contextlib.contextmanager
-def fallback_refused(*helpers):
-    """Make the per-operation helpers raise, so only the fused path can succeed."""
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the per-operation path ran")
-
-    saved = {h: _CELLS[h].cell_contents for h in helpers}
-    try:
-        for h in helpers:
-            _CELLS[h].cell_contents = refuse
-        yield
-    finally:
-        for h, v in saved.items():
-            _CELLS[h].cell_contents = v
-
-
-def load(source, tmp_path):
-    """A function ``f`` defined by ``source`` in a file (the transform reads source)."""
-    path = tmp_path / f"fused_{next(_counter)}.py"
-    path.write_text("import numpy as np\n\n" + textwrap.dedent(source))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.f
 
 
 def dense(gradients, n):

@@ -93,3 +93,50 @@ def test_detrend_by_hand():
     np.testing.assert_allclose(y, 0.0, atol=1e-12)
     np.testing.assert_allclose(pb(np.ones(4))[1], 0.0, atol=1e-12)
     np.testing.assert_allclose(pb(np.array([1.0, -1.0, -1.0, 1.0]))[1], [1.0, -1.0, -1.0, 1.0])
+
+
+# --- savgol_filter (rules._scipy_signal_savgol) ------------------------------------
+
+REAL = [np.float64, np.float32]  # scipy filters complex input as its real part
+MODES = ["mirror", "constant", "nearest", "wrap", "interp"]
+
+
+@pytest.mark.parametrize("dtype", REAL, ids=dtype_ids)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("shape", "window", "order", "axis"),
+    [((9,), 5, 2, -1), ((4, 30), 7, 3, 1), ((25, 3), 5, 2, 0), ((6,), 3, 1, 0)],
+)
+def test_savgol_filter(shape, window, order, axis, mode, dtype):
+    # (4, 30) and (25, 3) take the band-plus-edges path (more than 4 windows of samples)
+    x = maker(dtype)(*shape)
+    kw = {"axis": axis, "mode": mode}
+    test_rrule(ss.savgol_filter, x, N(window), N(order), fkwargs=kw, **tol(dtype))
+    test_frule(ss.savgol_filter, x, N(window), N(order), fkwargs=kw, **tol(dtype))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("n", "window"), [(12, 4), (41, 9)])
+def test_savgol_filter_deriv_delta_cval(mode, n, window):
+    if mode == "interp" and window % 2 == 0:
+        pytest.skip("mode='interp' needs an odd window")
+    x = maker(np.float64)(n)
+    args = (x, N(window), N(3), N(2), 0.7, N(-1), N(mode), 0.4)  # delta and cval active
+    test_rrule(ss.savgol_filter, *args)
+    test_frule(ss.savgol_filter, *args)
+
+
+def test_savgol_filter_by_hand():
+    # window 3, order 1, mode nearest: y₀ = (2x₀ + x₁)/3, yᵢ = (xᵢ₋₁ + xᵢ + xᵢ₊₁)/3;
+    # deriv 1: yᵢ = (xᵢ₊₁ - xᵢ₋₁)/(2δ), so ∂y/∂δ = -y/δ
+    x = np.array([1.0, 4.0, 2.0, 8.0])
+    y, pb = rrule(ss.savgol_filter, x, 3, 1, mode="nearest")
+    np.testing.assert_allclose(pb(np.array([1.0, 0.0, 0.0, 1.0]))[1], [2 / 3, 1 / 3, 1 / 3, 2 / 3])
+    y, pb = rrule(ss.savgol_filter, x, 3, 1, 1, 0.5, -1, "mirror")
+    np.testing.assert_allclose(y[1:3], [(2.0 - 1.0) / 1.0, (8.0 - 4.0) / 1.0])
+    cts = pb(np.array([0.0, 1.0, 0.0, 0.0]))
+    np.testing.assert_allclose(cts[1], [-1.0, 0.0, 1.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(cts[5], -y[1] / 0.5)
+    _, ẏ = frule((NoTangent(), x, *(NoTangent(),) * 2), ss.savgol_filter, x, 3, 1)
+    np.testing.assert_allclose(ẏ, ss.savgol_filter(x, 3, 1))
+    assert pb(ZeroTangent())[1] == ZeroTangent()

@@ -111,6 +111,16 @@ HELPERS: dict[str, Any] = {
     "_ad_fused_shape": fused_shape,
     "_ad_fused_fit": fused_fit,
     "_ad_fused_full": fused_full,
+    # builtins the generated code calls, under names a user's local cannot shadow
+    "_ad_type": type,
+    "_ad_len": len,
+    "_ad_range": range,
+    "_ad_reversed": reversed,
+    "_ad_isinstance": isinstance,
+    "_ad_hasattr": hasattr,
+    "_ad_float": float,
+    "_ad_int": int,
+    "_ad_ValueError": ValueError,
 }
 HELPERS.update(FAST_HELPERS)
 HELPERS.update(CONTROL_HELPERS)  # try, with and match (transform.patterns, tracking)

@@ -351,3 +351,5 @@ def _partial_rule(config: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
 
 _partial_rule.keyword_cotangents = True  # type: ignore[attr-defined]
 rrule.register(functools.partial, config=ADConfig)(_partial_rule)
+
+from . import _rules_callbacks  # noqa: E402,F401  (registers sorted's, min's, max's and filter's, whose user function may write)

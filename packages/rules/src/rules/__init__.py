@@ -57,7 +57,9 @@ register_lazy_rules("scipy.stats", "rules._scipy_stats")
 register_lazy_rules("scipy.stats", "rules._scipy_stats_more")
 register_lazy_rules("scipy.signal", "rules._scipy_signal")
 register_lazy_rules("scipy.signal", "rules._scipy_signal_filters")
+register_lazy_rules("scipy.signal", "rules._scipy_signal_savgol")
 register_lazy_rules("scipy.integrate", "rules._scipy_integrate")
+register_lazy_rules("scipy.integrate", "rules._scipy_integrate_ivp")
 # dask and CuPy arrays run numpy's rules; their own spellings (da.sum, x.sum()) get
 # rules that call numpy's when the library is imported.
 register_lazy_rules("dask.array", _array_libraries.register_dask)

@@ -3,8 +3,9 @@
 The inventory lists the functions of the libraries ``rules`` covers
 (``builtins``, ``operator``, ``math``, ``cmath``, ``numpy``, ``numpy.linalg``,
 ``numpy.fft``, ``numpy.random``, the methods of ``numpy.ndarray`` and of numpy
-scalars, ``numpy.generic``, and, where scipy is installed, ``scipy.special``,
-``scipy.linalg`` and ``scipy.stats``) that have an ``rrule`` or ``frule``,
+scalars, ``numpy.generic``, ``numpy.polynomial.polynomial``, and, where scipy is
+installed, ``scipy.special``, ``scipy.linalg``, ``scipy.stats``, ``scipy.signal`` and
+``scipy.integrate``) that have an ``rrule`` or ``frule``,
 whoever registered them. Rules for other functions (a user's own, a test's, rulescore's
 ``ignore_derivatives``) are not listed, so the table does not depend on what
 else happens to be imported.

@@ -49,16 +49,13 @@ from rulescore import (
     NoTangent,
     Tangent,
     ZeroTangent,
-    backing,
     frule,
-    frule_via_ad,
-    non_differentiable,
     rrule,
-    rrule_via_ad,
     unthunk,
 )
 
 from ._numpy_linear import dense
+from ._ode_adjoint import RightHandSide, adjoint_sweep, no_config, time_cotangents
 from ._sequences import seq_cotangent, seq_entries
 from ._util import project
 
@@ -90,23 +87,12 @@ _NAMES = (
     "tfirst",
 )
 _SOLVER = ("rtol", "atol", "mxstep", "hmin", "hmax", "mxordn", "mxords")
-
-
-def _where(func: Any) -> str:
-    code = getattr(func, "__code__", None)
-    if code is None:
-        return repr(func)
-    return f"{getattr(func, '__qualname__', func)} ({code.co_filename}:{code.co_firstlineno})"
+_WHO = "scipy.integrate.odeint"
+_FIX = "odeint(func, y0, t, args=(k,)) with def func(y, t, k)"
 
 
 def _no_config(func: Any, *_: Any, **__: Any) -> Any:
-    raise TypeError(
-        f"scipy.integrate.odeint: differentiating the solution of y' = func(y, t) needs "
-        f"the derivatives of func = {_where(func)}, which only an AD supplies (a RuleConfig "
-        "with HasReverseMode / HasForwardsMode, which ad.gradient and ad.jvp pass); "
-        "this call has none.\nTo fix: differentiate through ad (ad.gradient, ad.jvp), "
-        "or call rulescore.rrule/frule with such a config first."
-    )
+    return no_config(_WHO, func)
 
 
 rrule.register(_odeint)(_no_config)
@@ -123,78 +109,17 @@ class _Problem:
     def __init__(self, func: Any, y0: Any, t: Any, rest: tuple, kwargs: dict) -> None:
         opts = dict(zip(_NAMES, rest))
         opts.update(kwargs)
-        self.func = func
-        self.tfirst = bool(opts.get("tfirst", False))
-        self.args = tuple(opts.get("args", ()))  # odeint itself insists on a tuple
+        args = tuple(opts.get("args", ()))  # odeint itself insists on a tuple
+        self.rhs = RightHandSide(_WHO, _FIX, func, bool(opts.get("tfirst", False)), args)
         self.args_slot = len(rest) > 0  # args passed by position get a derivative
         self.full = bool(opts.get("full_output", False))
         self.solver = {k: opts[k] for k in _SOLVER if opts.get(k) is not None}
         self.y0 = np.ravel(np.asarray(y0, dtype=float))
         self.t = np.asarray(t, dtype=float)
         self.D = self.y0.shape[0]
-        # which args carry a derivative, and their sizes in the flat adjoint state
-        self.active = [_floating(a) for a in self.args]
-        self.sizes = [int(np.size(a)) if on else 0 for a, on in zip(self.args, self.active)]
-        # the floating-point variables func reads from its closure, integrated likewise
-        self.captured = _captured(func)
 
-    def f(self, y: Any, t: Any) -> np.ndarray:
-        return _rhs(self.func, self.tfirst, y, t, *self.args)
-
-
-def _floating(a: Any) -> bool:
-    if isinstance(a, (float, complex)):
-        return True
-    return isinstance(a, (np.ndarray, np.inexact)) and a.dtype.kind in "fc"
-
-
-non_differentiable(_floating)
-
-
-def _rhs(func: Any, tfirst: bool, y: Any, t: Any, *args: Any) -> Any:
-    """``func``'s value as a flat array (it may return a list)."""
-    out = func(t, y, *args) if tfirst else func(y, t, *args)
-    return np.ravel(np.asarray(out))
-
-
-def _captured(func: Any) -> list:
-    """``(name, value)`` of the floating-point numbers and arrays in ``func``'s closure."""
-    out = []
-    names = getattr(getattr(func, "__code__", None), "co_freevars", ())
-    for name, cell in zip(names, getattr(func, "__closure__", None) or ()):
-        try:
-            value = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
-        if _floating(value):
-            out.append((name, value))
-    return out
-
-
-non_differentiable(_captured)
-
-
-def _closure_parts(df: Any, pr: _Problem) -> list:
-    """The cotangents of ``func``'s captured variables, flat, in ``pr.captured`` order."""
-    df = unthunk(df)
-    if isinstance(df, AbstractZero) or df is None:
-        return [np.zeros(np.size(v)) for _, v in pr.captured]
-    fields = backing(df) if isinstance(df, Tangent) else None
-    known = {name for name, _ in pr.captured}
-    other = [
-        k
-        for k, v in (fields.items() if isinstance(fields, dict) else [("?", df)])
-        if k not in known and not isinstance(unthunk(v), AbstractZero)
-    ]
-    if other:
-        raise NotImplementedError(
-            f"scipy.integrate.odeint: func = {_where(pr.func)} reads {', '.join(other)} "
-            "from outside its arguments, and its derivative there is not a number or "
-            "array that the reverse (adjoint) rule can integrate.\nTo fix: pass the numbers "
-            "and arrays it depends on through args, e.g. odeint(func, y0, t, args=(k,)) "
-            "with def func(y, t, k), or use forward mode (ad.jvp)."
-        )
-    return [np.real(np.ravel(dense(getattr(df, name), v))) for name, v in pr.captured]
+    def segment(self, field: Any, state: np.ndarray, t_from: float, t_to: float) -> np.ndarray:
+        return _odeint(field, state, np.array([t_from, t_to]), **self.solver)[1]
 
 
 @rrule.register(_odeint, config=HasReverseMode)
@@ -202,19 +127,9 @@ def odeint_rrule(config: Any, func: Any, y0: Any, t: Any, *rest: Any, **kwargs: 
     """rrule of ``odeint``: the adjoint ODE solved backwards (see the module)."""
     Ω = _odeint(func, y0, t, *rest, **kwargs)
     pr = _Problem(func, y0, t, rest, kwargs)
+    rhs = pr.rhs
     yt = Ω[0] if pr.full else Ω
-    D = pr.D
-    P = sum(pr.sizes) + sum(int(np.size(v)) for _, v in pr.captured)
-
-    def augmented(state: np.ndarray, s: float) -> np.ndarray:
-        y, a = state[:D], state[D : 2 * D]
-        fy, pb = rrule_via_ad(config, _rhs, func, pr.tfirst, y, s, *pr.args)
-        cot = pb(-a)
-        parts = [np.ravel(fy), np.ravel(dense(cot[3], y))]
-        for d, arg, on in zip(cot[5:], pr.args, pr.active):
-            if on:
-                parts.append(np.real(np.ravel(dense(d, arg))))
-        return np.concatenate([*parts, *_closure_parts(cot[1], pr)])
+    field = rhs.adjoint_field(config, pr.D, False)
 
     def odeint_pullback(ȳ: Any) -> tuple:
         ȳ = unthunk(ȳ)
@@ -224,40 +139,16 @@ def odeint_rrule(config: Any, func: Any, y0: Any, t: Any, *rest: Any, **kwargs: 
         if isinstance(ȳ, AbstractZero):
             return (_NO, _ZERO, _ZERO, _ZERO, *n_rest)
         g = np.reshape(np.real(np.asarray(ȳ, dtype=complex)), yt.shape)
-        T = pr.t.shape[0]
-        a = g[T - 1]
-        θ̄ = np.zeros(P)
-        t̄ = np.zeros(T)
-        before = np.zeros(D)
-        for i in range(T - 1, 0, -1):
-            t̄[i] = g[i] @ pr.f(yt[i], pr.t[i])
-            state = np.concatenate([yt[i], a, θ̄])
-            out = _odeint(augmented, state, pr.t[[i, i - 1]], **pr.solver)[1]
-            before = out[D : 2 * D]
-            a, θ̄ = before + g[i - 1], out[2 * D :]
-        if T > 1:
-            t̄[0] = -(before @ pr.f(yt[0], pr.t[0]))
+        a, θ̄ = adjoint_sweep(pr.segment, field, yt, pr.t, pr.t[0], g, rhs.P)
+        t̄ = time_cotangents(rhs.f, yt, pr.t, g)
+        if len(t̄):  # y(t_0) = y0 does not move with t_0: the rest of the curve does
+            t̄[0] -= a @ rhs.f(pr.y0, pr.t[0])
         dy0 = project(y0, np.reshape(a, np.shape(y0)))
         out_rest = list(n_rest)
-        k = sum(pr.sizes)
-        dfunc: Any = _ZERO
-        if pr.captured:
-            fields = {}
-            for name, v in pr.captured:
-                size = int(np.size(v))
-                fields[name] = project(v, np.reshape(θ̄[k : k + size], np.shape(v)))
-                k += size
-            dfunc = _T[type(func)](**fields)
         if pr.args_slot:
-            dargs, k = [], 0
-            for arg, on, size in zip(pr.args, pr.active, pr.sizes):
-                if on:
-                    dargs.append(project(arg, np.reshape(θ̄[k : k + size], np.shape(arg))))
-                else:
-                    dargs.append(_NO)
-                k += size
+            dargs = rhs.args_cotangents(θ̄)
             out_rest[0] = seq_cotangent(rest[0], dargs) if isinstance(rest[0], tuple) else dargs[0]
-        return (_NO, dfunc, dy0, project(t, t̄), *out_rest)
+        return (_NO, rhs.func_cotangent(θ̄), dy0, project(t, t̄), *out_rest)
 
     return Ω, odeint_pullback
 
@@ -269,11 +160,12 @@ def odeint_frule(config: Any, ḟ: Any, *rest_all: Any, **kwargs: Any) -> Any:
     tangents, (func, y0, t, *rest) = rest_all[:n], rest_all[n:]
     Ω = _odeint(func, y0, t, *rest, **kwargs)
     pr = _Problem(func, y0, t, tuple(rest), kwargs)
+    rhs = pr.rhs
     ḟunc, ẏ0, ṫ = (unthunk(x) for x in tangents[:3])
-    ȧrgs: list = [_ZERO] * len(pr.args)
+    ȧrgs: list = [_ZERO] * len(rhs.args)
     if rest:
         ȧ = unthunk(tangents[3])
-        ȧrgs = list(seq_entries(ȧ, len(pr.args))) if isinstance(rest[0], tuple) else [ȧ]
+        ȧrgs = list(seq_entries(ȧ, len(rhs.args))) if isinstance(rest[0], tuple) else [ȧ]
     if all(isinstance(x, AbstractZero) for x in (ḟunc, ẏ0, ṫ, *ȧrgs)):
         return Ω, _ZERO
     D = pr.D
@@ -281,22 +173,13 @@ def odeint_frule(config: Any, ḟ: Any, *rest_all: Any, **kwargs: Any) -> Any:
     ṫs = None if isinstance(ṫ, AbstractZero) else np.reshape(dense(ṫ, t), (T,))
     s0 = np.zeros(D) if isinstance(ẏ0, AbstractZero) else np.ravel(dense(ẏ0, y0)) + 0.0
     if ṫs is not None:
-        s0 = s0 - pr.f(pr.y0, pr.t[0]) * ṫs[0]
-    arg_ts = tuple(_ZERO if isinstance(d, AbstractZero) else d for d in ȧrgs)
-
-    def sensitivity(state: np.ndarray, s: float) -> np.ndarray:
-        y, v = state[:D], state[D:]
-        ins = (_ZERO, ḟunc, _NO, v, _ZERO, *arg_ts)
-        fy, ḟy = frule_via_ad(config, ins, _rhs, func, pr.tfirst, y, s, *pr.args)
-        ḟy = unthunk(ḟy)
-        dv = np.zeros(D) if isinstance(ḟy, AbstractZero) else np.real(np.ravel(dense(ḟy, fy)))
-        return np.concatenate([np.ravel(fy), dv])
-
-    Z = _odeint(sensitivity, np.concatenate([pr.y0, s0]), pr.t, **pr.solver)
+        s0 = s0 - rhs.f(pr.y0, pr.t[0]) * ṫs[0]
+    field = rhs.sensitivity_field(config, ḟunc, ȧrgs, D, False)
+    Z = _odeint(field, np.concatenate([pr.y0, s0]), pr.t, **pr.solver)
     yt = Ω[0] if pr.full else Ω
     ẏ = Z[:, D:]
     if ṫs is not None:
-        ẏ = ẏ + np.stack([pr.f(yt[i], pr.t[i]) for i in range(T)]) * ṫs[:, None]
+        ẏ = ẏ + np.stack([rhs.f(yt[i], pr.t[i]) for i in range(T)]) * ṫs[:, None]
     ẏt = project(yt, np.reshape(ẏ, yt.shape))
     if pr.full:
         return Ω, _T[tuple](ẏt, _NO)

@@ -19,13 +19,16 @@ import ast
 __all__ = [
     "active_names",
     "all_nodes",
+    "bound_later",
     "capture_errors",
     "closure_contexts",
+    "rebinds",
     "definition_reads",
     "free_names",
     "loaded_names",
     "param_names",
     "read_and_stored",
+    "scope_bound",
     "statements",
     "stored_names",
     "value_is_active",
@@ -252,7 +255,7 @@ def closure_contexts(body: list[ast.stmt]) -> dict[int, frozenset[str] | None]:
                     None
                     if in_loop
                     else frozenset(
-                        n for st, j in here for later in st[j + 1 :] for n in stored_names(later)
+                        n for st, j in here for later in st[j + 1 :] for n in rebinds(later)
                     )
                 )
             if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.ClassDef:
@@ -271,12 +274,66 @@ def closure_contexts(body: list[ast.stmt]) -> dict[int, frozenset[str] | None]:
     return out
 
 
+def rebinds(s: ast.stmt) -> list[str]:
+    """``stored_names(s)`` less the bindings of a name to the object it holds:
+    ``x = _ad_follow(x)`` (see ``holders``) rebinds nothing a closure could see."""
+    follows = {
+        id(n.targets[0])
+        for n in all_nodes(s)
+        if type(n) is ast.Assign
+        and type(n.targets[0]) is _Name
+        and type(n.value) is _Call
+        and type(n.value.func) is _Name
+        and n.value.func.id == "_ad_follow"
+        and n.value.args
+        and type(n.value.args[0]) is _Name
+        and n.value.args[0].id == n.targets[0].id
+    }
+    return [
+        n.id
+        for n in all_nodes(s)
+        if type(n) is _Name and type(n.ctx) is _Store and id(n) not in follows
+    ]
+
+
+def bound_later(body: list[ast.stmt]) -> dict[int, set[str]]:
+    """For each nested ``def`` or lambda (an ANF assignment's value) in ``body``, by
+    ``id``: the names that the statements after it bind in this scope, in program
+    order (in a loop body: the rest of the body, and what follows the loop). A
+    closure capturing one of them sees it only once that statement has run."""
+    out: dict[int, set[str]] = {}
+
+    def walk(stmts: list[ast.stmt], frames: list) -> None:
+        for i, s in enumerate(stmts):
+            here = [*frames, (stmts, i)]
+            kind = type(s)
+            node = s.value if kind is ast.Assign and type(s.value) is ast.Lambda else s  # type: ignore[attr-defined]
+            if kind is ast.FunctionDef or node is not s:
+                out[id(node)] = {
+                    n for st, j in here for later in st[j + 1 :] for n in _scope([later])[2]
+                }
+            if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.ClassDef:
+                continue  # another scope
+            for f in ("body", "orelse", "finalbody", "handlers", "cases"):
+                inner = getattr(s, f, None)
+                if type(inner) is list and inner:
+                    if f in ("handlers", "cases"):
+                        for h in inner:
+                            walk(h.body, here)
+                    else:
+                        walk(inner, here)
+
+    walk(body, [])
+    return out
+
+
 def capture_errors(
     name: str,
     node: ast.AST,
     active: set[str],
     rebound: frozenset[str],
     after: frozenset[str] | None,
+    recursion_ok: bool = False,
 ) -> tuple[list[str], str | None]:
     """The active names the closure ``node`` (bound to ``name``) captures, and why it
     cannot be differentiated, if it cannot (shared by reverse and forward mode).
@@ -285,11 +342,13 @@ def capture_errors(
     ``closure_contexts``; ``rebound``: the names bound more than once), whose
     derivative would go to the wrong value; and a default value or decorator that
     carries a derivative, which no derivative follows (a default is stored on the
-    function object, not captured)."""
+    function object, not captured). ``recursion_ok``: a function that calls itself
+    is differentiated (reverse mode: its adjoint follows the recursive calls'
+    cotangents to a fixed point, see ``reverse._Gen.closure_flow``)."""
     free = free_names(node)
     captured = sorted((free & active) - {name})
     label = _closure_label(name, node)
-    if captured and name in free and not name.startswith("_ad_"):
+    if captured and name in free and not name.startswith("_ad_") and not recursion_ok:
         # Recursion: the inner calls read the closure's own derivative, taken when it
         # is defined, before its own name is bound: what they capture would be lost.
         return captured, (
@@ -320,6 +379,12 @@ def capture_errors(
                 "it (use the variable in the body without a default)"
             )
     return captured, None
+
+
+def scope_bound(s: ast.stmt) -> set[str]:
+    """The names statement ``s`` binds in its own scope (a nested ``def`` binds its
+    name, not its locals)."""
+    return _scope([s])[2]
 
 
 def _carry(names: list[str]) -> str:

@@ -33,10 +33,12 @@ from ._nodes import call as _call
 from ._nodes import name as _n
 from ._nodes import tuple_ as _tuple
 from .activity import (
+    bound_later,
     capture_errors,
     closure_contexts,
     loaded_names,
     param_names,
+    scope_bound,
     value_is_active,
 )
 from .compiled import Compiled, signature_of
@@ -82,6 +84,12 @@ class _Gen:
         # Set by generate_forward: what closures see (see ``activity.closure_contexts``).
         self.rebound: frozenset[str] = frozenset()
         self.closures: dict[int, frozenset[str] | None] = {}
+        # What closures capture that is bound after them (``activity.bound_later``);
+        # the active closures defined so far with their captures; those still
+        # waiting for a capture bound below them (see ``late_tangents``).
+        self.later: dict[int, set[str]] = {}
+        self.captures: dict[str, list[str]] = {}
+        self.pending: dict[str, set[str]] = {}
 
     def fresh(self) -> str:
         self.counter += 1
@@ -108,7 +116,73 @@ class _Gen:
         out: list[ast.stmt] = []
         for s in stmts:
             out.extend(self.stmt(s))
+            if self.pending:
+                out.extend(self.late_tangents(s))
         return out
+
+    def late_tangents(self, s: ast.stmt) -> list[ast.stmt]:
+        """After ``s``: the tangents of the closures that capture a name ``s`` binds,
+        defined before it (``def a`` calling ``b``, defined below), taken again now
+        that the name has its tangent, with those of every closure capturing one of
+        them (callees first)."""
+        bound = scope_bound(s)
+        members = set()
+        for name, late in list(self.pending.items()):
+            if late & bound:
+                members.add(name)
+        if not members:
+            return []
+        for name in members:
+            self.pending[name] -= bound
+        grown = True
+        while grown:
+            grown = False
+            for name, captured in self.captures.items():
+                if name not in members and members.intersection(captured):
+                    members.add(name)
+                    grown = True
+        order: list[str] = []
+        line = getattr(s, "lineno", 0)
+
+        def visit(name: str, path: tuple[str, ...]) -> None:
+            if name in order:
+                return
+            if name in path:
+                cycle = path[path.index(name) :]
+                raise self.error(s, self.recursion_refused(cycle))
+            for c in self.captures[name]:
+                if c in members:
+                    visit(c, (*path, name))
+            order.append(name)
+
+        for name in sorted(members):
+            visit(name, ())
+        for name in list(self.pending):
+            if not self.pending[name]:
+                del self.pending[name]
+        return [self.take_tangent(name, line) for name in order]
+
+    def recursion_refused(self, cycle: tuple[str, ...]) -> str:
+        names = " and ".join(repr(n) for n in sorted(set(cycle)))
+        outer = sorted({c for n in cycle for c in self.captures[n]} - set(self.captures))
+        return (
+            f"the nested functions {names} call each other and capture "
+            f"{', '.join(map(repr, outer)) or 'variables'} that carry a derivative: forward "
+            "mode takes a nested function's tangent where it is defined, and the calls "
+            "between them would lose it. To fix: pass "
+            f"{', '.join(outer) or 'those variables'} to them as arguments, or define them at "
+            "module level, or differentiate in reverse mode (ad.gradient)"
+        )
+
+    def take_tangent(self, name: str, line: int) -> ast.stmt:
+        captured = self.captures[name]
+        waiting = self.pending.get(name, set())
+        value = _call(
+            "_ad_fn_tangent",
+            _const_tuple(captured),
+            _tuple([_n(Z) if c in waiting else _n(t(c)) for c in captured]),
+        )
+        return _assign(t(name), value, line)
 
     def stmt(self, s: ast.stmt) -> list[ast.stmt]:
         line = getattr(s, "lineno", 0)
@@ -216,12 +290,11 @@ class _Gen:
         captured, refused = capture_errors(name, node, self.active, self.rebound, after)
         if refused:
             raise self.error(node, refused)
-        value = _call(
-            "_ad_fn_tangent",
-            _const_tuple(captured),
-            _tuple([_n(t(c)) for c in captured]),
-        )
-        return [_assign(t(name), value, line)]
+        self.captures[name] = captured
+        late = set(captured) & self.later.get(id(node), set())
+        if late:  # not bound yet: its tangent joins once it is (``late_tangents``)
+            self.pending[name] = late
+        return [self.take_tangent(name, line)]
 
     def assign(self, s: ast.Assign, line: int) -> list[ast.stmt]:
         target = s.targets[0]
@@ -322,6 +395,7 @@ def generate_forward(
     gen.marks = WriteMarks(fn)
     gen.rebound = rebound_names(fn)
     gen.closures = closure_contexts(fn.body)
+    gen.later = bound_later(fn.body)
     prologue: list[ast.stmt] = []
     if params:
         store = _tuple([_n(t(p), True) for p in params], store=True)

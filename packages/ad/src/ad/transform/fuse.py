@@ -777,7 +777,9 @@ class _Emitter:
             v = "_ad_w" if self.region.reductions[0].kind == "mean" else "_ad_v"
             c = f"{number(sum(c for c, _ in terms))} * {v}"
             ref = self.ref(name)
-            self.lines.append(f"{g} = {c} if type({ref}) is float else _ad_fused_fit({ref}, {c})")
+            self.lines.append(
+                f"{g} = {c} if _ad_type({ref}) is _ad_float else _ad_fused_fit({ref}, {c})"
+            )
             return g
         parts = scatter.get(name, [])
         full = None if parts else self.is_full(self.bit[name])
@@ -832,7 +834,7 @@ def emit(region: Region, active: set[str], key: int, site: str) -> Fused:
     em = _Emitter(region, active, key)
     root = region.root
     d = f"_ad_d_{root.target}"
-    lines = [f"_ad_v = {d} if type({d}) is float else _ad_fused_seed({d}, {site!r})"]
+    lines = [f"_ad_v = {d} if _ad_type({d}) is _ad_float else _ad_fused_seed({d}, {site!r})"]
     if region.reductions[0].kind == "mean":
         n = em.size
         if em.leaves:  # their cotangents are the root's, not a mean's
@@ -882,9 +884,9 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
     slices = {op.args[1]: None for op in views}
     funcs = {op.func: op.attr or op.kind for op in region.ops if op.func}
     tests = ["_ad_FLAGS.fused", *(f"{f} is _ad_np.{k}" for f, k in funcs.items())]
-    tests += [f"type({s}) is _ad_slice" for s in slices]
+    tests += [f"_ad_type({s}) is _ad_slice" for s in slices]
     # an array is sliced only when it is one (a list's slice is a list)
-    tests += [f"type({a}) is _ad_ndarray" for a in em.sliced]
+    tests += [f"_ad_type({a}) is _ad_ndarray" for a in em.sliced]
     # the views are taken in the test; ``_ad_fused_shape`` checks the operands' types
     # and dtypes and finds the shape the region computes at (see its doc)
     operands = [
@@ -894,8 +896,8 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
     tests.append(f"(_ad_zS{key} := _ad_fused_shape({em.full}, {', '.join(operands)})) is not None")
     for a in em.leaves:  # a number (an array would make the root one)
         tests.append(
-            f"(type({a}) is float or type({a}) is int or type({a}) is _ad_np.float64"
-            f" or type({a}) is _ad_np.float32)"
+            f"(_ad_type({a}) is _ad_float or _ad_type({a}) is _ad_int or _ad_type({a}) is _ad_np.float64"
+            f" or _ad_type({a}) is _ad_np.float32)"
         )
     if len(reductions) > 1:  # each reduces an array of the region's shape (v is theirs)
         full = [em.is_full(em.deps[r.args[0]], f"_ad_zS{key}[2]") for r in reductions]

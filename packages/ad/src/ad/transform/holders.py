@@ -41,6 +41,7 @@ from .._state import CAPTURED_WRITTEN, holder
 from ._nodes import at
 from .activity import (
     active_names,
+    definition_reads,
     free_names,
     param_names,
     read_and_stored,
@@ -105,15 +106,25 @@ def follow_holders(
 
 def _captured_locals(fn: ast.FunctionDef, resolve: Any) -> set[str]:
     """The local names that the functions and lambdas defined in ``fn`` capture."""
-    out: set[str] = set()
+    return set().union(*_closures(fn, resolve).values())
+
+
+def _closures(fn: ast.FunctionDef, resolve: Any) -> dict[str, set[str]]:
+    """Each function or lambda defined in ``fn``, by the name it is bound to: the
+    local names it captures (under ``""`` for one bound to no plain name)."""
+    out: dict[str, set[str]] = {}
     for s in statements(fn.body):
         node: ast.AST | None = None
+        name = None
         if isinstance(s, ast.FunctionDef):
-            node = s
+            node, name = s, s.name
         elif isinstance(s, ast.Assign) and isinstance(s.value, ast.Lambda):
             node = s.value
+            if isinstance(s.targets[0], ast.Name):
+                name = s.targets[0].id
         if node is not None:
-            out |= {n for n in free_names(node) if resolve(n) is _LOCAL}
+            captured = {n for n in free_names(node) if resolve(n) is _LOCAL}
+            out.setdefault(name or "", set()).update(captured)
     return out
 
 
@@ -145,7 +156,11 @@ def _guard_reads(
         out = []
         if names:
             compound = isinstance(s, (ast.If, ast.For, ast.While, ast.Try, ast.FunctionDef))
-            reads = read_and_stored(_header(s) if compound else s)[0]
+            if type(s) is ast.Assign and type(s.value) is ast.Lambda:
+                # Its body runs when it is called (a name it reads may be bound later).
+                reads = definition_reads(s.value)
+            else:
+                reads = read_and_stored(_header(s) if compound else s)[0]
             out = [guard("_ad_unfollowed", n, n, s.lineno) for n in sorted(reads & names.keys())]
         callee = calls.plain_callee(s)
         if callee is not None:
@@ -202,9 +217,30 @@ def _library(value: Any) -> bool:
 class _Calls:
     """What each statement of an ANF body hands to code that may write into it."""
 
-    def __init__(self, active: set[str], plain: frozenset[str], resolve: Any) -> None:
+    def __init__(
+        self,
+        active: set[str],
+        plain: frozenset[str],
+        resolve: Any,
+        closures: dict[str, set[str]] | None = None,
+    ) -> None:
         self.active, self.plain, self.resolve = active, plain, resolve
         self.receivers: dict[str, str] = {}  # a temporary bound to a method -> its object
+        # a nested function's name -> the local names it captures (``_closures``)
+        self.closures = closures or {}
+
+    def _captured(self, call: ast.Call) -> list[str]:
+        """The local names captured by the nested functions ``call`` calls or hands
+        on (``key(v)``, ``sorted(xs, key=key)``, ``map(g, xs)``): the function may
+        write into what they hold, as a method writes its object."""
+        if not self.closures:
+            return []
+        named = [call.func, *call.args, *(k.value for k in call.keywords)]
+        out: list[str] = []
+        for a in named:
+            if isinstance(a, ast.Name) and a.id in self.closures:
+                out += sorted(self.closures[a.id])
+        return out
 
     def handed(self, s: ast.stmt) -> tuple[str | None, list[str]]:
         """(the captured holder ``s`` writes into, or None; the names ``s``
@@ -222,6 +258,9 @@ class _Calls:
             return None, []
         if not value_is_active(call, self.active, self.plain):
             return None, []
+        captured = self._captured(call)
+        if captured:
+            return None, captured + _names(call.args)
         if func.id in WRITERS:
             if isinstance(first, ast.Name) and self.resolve(first.id) is not _LOCAL:
                 return first.id, []
@@ -256,7 +295,7 @@ def _to_follow(
 ) -> tuple[set[str], set[str]]:
     """The free and the local holders ``fn`` writes or hands to a writing call."""
     builds = _holder_builds(fn, resolve)
-    calls = _Calls(active, plain, resolve)
+    calls = _Calls(active, plain, resolve, _closures(fn, resolve))
     free: set[str] = set()
     local: set[str] = set()
     for s in statements(fn.body):
@@ -336,8 +375,9 @@ def _follow_before_calls(
     fn: ast.FunctionDef, names: set[str], active: set[str], plain: frozenset[str], resolve: Any
 ) -> ast.FunctionDef:
     """``name = _ad_follow(name)`` before each active call that hands ``name``
-    (as an argument or as a method's object) to code that may write it."""
-    calls = _Calls(active, plain, resolve)
+    (as an argument, as a method's object, or captured by a nested function the
+    call receives) to code that may write it."""
+    calls = _Calls(active, plain, resolve, _closures(fn, resolve))
 
     def follows(s: ast.stmt) -> tuple[list[ast.stmt], list[ast.stmt]]:
         handed = sorted(set(calls.handed(s)[1]) & names)

@@ -40,7 +40,7 @@ def _float_test(op: str, operands: list[ast.expr], line: int) -> ast.expr:
     constant) are Python floats and the float path of ``op`` is valid (see
     ``ad._fast_adjoint.FLOAT_PATHS``)."""
     kind = at(ast.Attribute(_ln("_ad_FP", line), op, LOAD), line)
-    types = [_call("type", a, line=line) for a in operands]
+    types = [_call("_ad_type", a, line=line) for a in operands]
     return at(_Compare(types[0], [_IS] * len(types), [kind, *types[1:]]), line)
 
 
@@ -155,7 +155,9 @@ def inline_adjoint(
         test: ast.expr = at(_Compare(_ln("_ad_p", line), [_IS], [_const(None, line)]), line)
     else:
         test = at(
-            _Compare(_call("type", _ln("_ad_p", line), line=line), [_IS], [_ln("_ad_tuple", line)]),
+            _Compare(
+                _call("_ad_type", _ln("_ad_p", line), line=line), [_IS], [_ln("_ad_tuple", line)]
+            ),
             line,
         )
     if order and op == "mul":

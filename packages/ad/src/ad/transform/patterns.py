@@ -117,7 +117,7 @@ class _Lower:
         pats = p.patterns
         n = len(pats)
         stars = [i for i, q in enumerate(pats) if isinstance(q, ast.MatchStar)]
-        size = self.call("len", self.load(subj))
+        size = self.call("_ad_len", self.load(subj))
         length = (
             self.compare(size, ast.GtE(), self.const(n - 1))
             if stars
@@ -125,11 +125,13 @@ class _Lower:
         )
         test = self.all_of(
             [
-                self.call("isinstance", self.load(subj), self.load("_ad_Sequence")),
+                self.call("_ad_isinstance", self.load(subj), self.load("_ad_Sequence")),
                 self.at(
                     ast.UnaryOp(
                         ast.Not(),
-                        self.call("isinstance", self.load(subj), self.load("_ad_not_sequences")),
+                        self.call(
+                            "_ad_isinstance", self.load(subj), self.load("_ad_not_sequences")
+                        ),
                     )
                 ),  # type: ignore[list-item]
                 length,
@@ -164,9 +166,11 @@ class _Lower:
     def mapping(
         self, p: ast.MatchMapping, subj: str, caps: Captures, k: Continuation
     ) -> list[ast.stmt]:
-        tests: list[ast.expr] = [self.call("isinstance", self.load(subj), self.load("_ad_Mapping"))]
+        tests: list[ast.expr] = [
+            self.call("_ad_isinstance", self.load(subj), self.load("_ad_Mapping"))
+        ]
         if p.keys:
-            size = self.call("len", self.load(subj))
+            size = self.call("_ad_len", self.load(subj))
             tests.append(self.compare(size, ast.GtE(), self.const(len(p.keys))))
         tests += [self.compare(self.expr(key), ast.In(), self.load(subj)) for key in p.keys]
         reads: list[ast.stmt] = []
@@ -211,7 +215,7 @@ class _Lower:
     def class_(
         self, p: ast.MatchClass, subj: str, caps: Captures, k: Continuation
     ) -> list[ast.stmt]:
-        test = self.call("isinstance", self.load(subj), self.expr(p.cls))
+        test = self.call("_ad_isinstance", self.load(subj), self.expr(p.cls))
         body: list[ast.stmt] = []
         names = ""
         if p.patterns:
@@ -240,7 +244,8 @@ class _Lower:
                 is_self = self.compare(self.load(nm), ast.Is(), self.const(None))
                 found = self.at(
                     ast.BoolOp(
-                        ast.Or(), [is_self, self.call("hasattr", self.load(subj), self.load(nm))]
+                        ast.Or(),
+                        [is_self, self.call("_ad_hasattr", self.load(subj), self.load(nm))],
                     )
                 )
                 value = self.at(
@@ -253,7 +258,7 @@ class _Lower:
             else:
                 attr = p.kwd_attrs[j - n_pos]
                 out = []
-                found = self.call("hasattr", self.load(subj), self.const(attr))
+                found = self.call("_ad_hasattr", self.load(subj), self.const(attr))
                 value = self.at(ast.Attribute(self.load(subj), attr, ast.Load()))
             inner = [self.assign(t, value), *self.pattern(q, t, c, lambda c2: part(j + 1, c2))]  # type: ignore[arg-type]
             return [*out, self.if_(found, inner)]  # type: ignore[arg-type]

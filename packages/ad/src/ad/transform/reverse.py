@@ -34,9 +34,11 @@ from ._nodes import store as _sn
 from .activity import (
     all_nodes,
     capture_errors,
+    free_names,
     loaded_names,
     param_names,
-    stored_names,
+    rebinds,
+    scope_bound,
     value_is_active,
     value_reads,
 )
@@ -249,6 +251,11 @@ class _Gen:
     n_fused: int = 0
     track: Track | None = None  # the blocks of a try/with being tracked (see ``tracking``)
     marks: WriteMarks | None = None  # writes an exception must not leave behind (``tracking``)
+    # The active closures defined so far, each with the names it captures (itself
+    # included when it calls itself); and those capturing a name bound only after
+    # their definition, with the names still to come (see ``closure_flow``).
+    closures: dict[str, list[str]] = field(default_factory=dict)
+    pending: dict[str, set[str]] = field(default_factory=dict)
 
     # --- tape ---------------------------------------------------------------
 
@@ -514,6 +521,12 @@ class _Gen:
         return fwd, [at(ast.If(_ln(flag, line), fused_b, fallback_b), line)]
 
     def stmt(self, s: ast.stmt, depth: int, tail: bool) -> tuple[list, list]:
+        f, b = self.stmt_(s, depth, tail)
+        if self.pending:
+            b = [*self.late_flow(s), *b]
+        return f, b
+
+    def stmt_(self, s: ast.stmt, depth: int, tail: bool) -> tuple[list, list]:
         line = getattr(s, "lineno", 0)
         if isinstance(s, ast.Assign):
             return self.assign(s, depth, line)
@@ -749,7 +762,7 @@ class _Gen:
         held = _ln(pb if depth == 0 else "_ad_p", line)
         stateful = at(
             _Compare(
-                at(_Call(_ln("type", line), [held], []), line),
+                at(_Call(_ln("_ad_type", line), [held], []), line),
                 [ast.Is()],
                 [_ln("_ad_Stateful", line)],
             ),
@@ -767,7 +780,7 @@ class _Gen:
         out: set[str] = set()
         for stmts, i in self.frames:
             for later in stmts[i + 1 :]:
-                out.update(stored_names(later))
+                out.update(rebinds(later))
         return out
 
     def closure_adjoint(
@@ -782,9 +795,16 @@ class _Gen:
         if name not in self.active:
             return []
         after = None if stored_after is None else frozenset(stored_after)
-        captured, refused = capture_errors(name, node, self.active, self.rebound, after)
+        captured, refused = capture_errors(name, node, self.active, self.rebound, after, True)
         if refused:  # a late capture, or a default that carries a derivative
             raise self.error(node, refused)
+        recursive = name in free_names(node)
+        self.closures[name] = [*captured, name] if recursive else captured
+        late = set(captured) & self.bound_after()
+        if late:
+            self.pending[name] = late
+        if recursive:
+            return self.closure_flow({name}, line)
         self.adjoints.add(name)
         out: list[ast.stmt] = [
             _assign("_ad_g", _ln(d(name), line), line),
@@ -799,6 +819,75 @@ class _Gen:
         if body:
             out.append(at(ast.If(_is_not_z("_ad_g", line), body, []), line))
         return out
+
+    def bound_after(self) -> set[str]:
+        """The names that the statements after the current one bind in this scope,
+        in program order (in a loop: after it in the body, and after the loop)."""
+        out: set[str] = set()
+        for stmts, i in self.frames:
+            for later in stmts[i + 1 :]:
+                out |= scope_bound(later)
+        return out
+
+    def late_flow(self, s: ast.stmt) -> list[ast.stmt]:
+        """Before the adjoint of ``s``: the cotangents of the closures that capture a
+        name ``s`` binds, defined before it (``def a`` calling ``b``, defined below),
+        handed to what they capture. The adjoint at ``def a`` comes too late: by then
+        the adjoint of ``s`` has run."""
+        bound = scope_bound(s)
+        done = set()
+        for name, late in list(self.pending.items()):
+            if late & bound:
+                done.add(name)
+                late -= bound
+                if not late:
+                    del self.pending[name]
+        if not done:
+            return []
+        return self.closure_flow(done | (bound & set(self.closures)), getattr(s, "lineno", 0))
+
+    def closure_flow(self, members: set[str], line: int) -> list[ast.stmt]:
+        """The cotangents of the closures ``members`` (and of every closure defined so
+        far that captures one of them) handed to the variables they capture, until
+        none is left: a closure calling itself, or two calling each other, hold each
+        other's cotangents, nested as deep as the calls went (a finite tree)."""
+        members = set(members)
+        grown = True
+        while grown:
+            grown = False
+            for name, captured in self.closures.items():
+                if name not in members and members.intersection(captured):
+                    members.add(name)
+                    grown = True
+        order = [m for m in self.closures if m in members]
+        body: list[ast.stmt] = []
+        for m in order:
+            self.adjoints.add(m)
+            body += [_assign("_ad_g", _ln(d(m), line), line), _assign(d(m), _ln(Z, line), line)]
+            acc = [
+                self.accumulate(
+                    c, _call("_ad_field", _ln("_ad_g", line), _const(c, line), line=line), line
+                )
+                for c in self.closures[m]
+            ]
+            if acc:
+                body.append(at(ast.If(_is_not_z("_ad_g", line), acc, []), line))
+        # Loop while a member's cotangent is not zero (NoTangent: nothing to hand on).
+        left = [
+            at(
+                ast.BoolOp(
+                    ast.And(),
+                    [
+                        _is_not_z(d(m), line),
+                        at(_Compare(_ln(d(m), line), [_ISNOT], [_ln("_ad_NoTangent", line)]), line),
+                    ],
+                ),
+                line,
+            )
+            for m in order
+        ]
+        test = left[0] if len(left) == 1 else at(ast.BoolOp(_OR, left), line)
+        return [at(ast.While(test, body, []), line)]
 
     def if_(self, s: ast.If, depth: int, tail: bool, line: int) -> tuple[list, list]:
         bf, bb = self.block(s.body, depth, tail)
@@ -820,9 +909,9 @@ class _Gen:
         self, count: str, body_bwd: list[ast.stmt], depth: int, line: int, index: str | None = None
     ) -> list[ast.stmt]:
         target = _sn(index or "_ad_k", line)
-        it = _call("range", _ln(count, line), line=line)
+        it = _call("_ad_range", _ln(count, line), line=line)
         if index is not None:
-            it = _call("reversed", it, line=line)
+            it = _call("_ad_reversed", it, line=line)
         return [at(ast.For(target, it, body_bwd, []), line)]
 
     def for_(self, s: ast.For, depth: int, line: int) -> tuple[list, list]:
@@ -893,7 +982,7 @@ class _Gen:
         loop = at(
             ast.For(
                 _sn(idx, line),
-                _call("reversed", _call("range", _ln(count, line), line=line), line=line),
+                _call("_ad_reversed", _call("_ad_range", _ln(count, line), line=line), line=line),
                 [*bb, *elem_ct],
                 [],
             ),
@@ -925,7 +1014,7 @@ class _Gen:
                     ast.BinOp(
                         at(ast.List([_ln(Z, line)], LOAD), line),
                         _MULT,
-                        _call("len", _ln(seq, line), line=line),
+                        _call("_ad_len", _ln(seq, line), line=line),
                     ),
                     line,
                 ),
@@ -1013,7 +1102,7 @@ def generate(
     if adjoint_names:
         init.append(at(ast.Assign([_sn(d(a), line) for a in adjoint_names], _ln(Z, line)), line))
     for stack in gen.stacks:
-        init.append(_assign(stack[:-2] + "_i", _call("len", _ln(stack, line), line=line), line))
+        init.append(_assign(stack[:-2] + "_i", _call("_ad_len", _ln(stack, line), line=line), line))
     # Whether this call is the adjoint's only one: claimed at entry (``_runtime.claim``),
     # by the token ``_ad_me``, a fresh list for each closure, which only it holds.
     has_tape = bool(gen.n_calls or gen.stacks) and not pure
@@ -1120,7 +1209,7 @@ def _catching_unpack_errors(body: list[ast.stmt], result: ast.expr, line: int) -
         body=[*body, ast.Return(value=result, lineno=line, col_offset=0)],
         handlers=[
             ast.ExceptHandler(
-                type=_ln("ValueError", line),
+                type=_ln("_ad_ValueError", line),
                 name="_ad_e",
                 body=[
                     ast.Raise(
