@@ -9,8 +9,10 @@ unfolded call, taking cotangents back through the unfolding's linear map
 derived by hand.
 """
 
+import inspect
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -61,17 +63,87 @@ def sin_x2_4(x):
     return x * x * math.sin(x) - 8 * x * math.cos(x) - 12 * math.sin(x)
 
 
+def sin_x2_5(x):
+    # Leibniz: (x² sin)⁽⁵⁾ = x² cos x + 5·2x·sin x + 10·2·(−cos x)
+    return x * x * math.cos(x) + 10 * x * math.sin(x) - 20 * math.cos(x)
+
+
 def numpy_expr(x):
     return np.sum(np.sin(x * np.array([1.0, 2.0])))  # sin x + sin 2x
 
 
-def test_fourth_derivative_forward_mode_through_rules():
-    """Forward⁴ through math and numpy rules, products and powers (each rule's frule
-    body is pushed forward three times, its packing staying linear)."""
+X0 = np.array([0.3, 0.2, -0.4])
+V = np.array([0.5, -1.0, 2.0])
+
+
+def along(t):
+    """``np.sum(np.sin(v) * v**2)`` along the line ``v = X0 + t V``."""
+    v = X0 + t * V
+    return np.sum(np.sin(v) * v**2)
+
+
+def along_4(t):
+    # d⁴/dt⁴ Σ g(vᵢ) = Σ g''''(vᵢ) Vᵢ⁴, g = x² sin x
+    v = X0 + t * V
+    return float(np.sum((v * v * np.sin(v) - 8 * v * np.cos(v) - 12 * np.sin(v)) * V**4))
+
+
+def helper(y):
+    return y * y * math.sin(y)
+
+
+def calls_helper(x):
+    """A helper called twice, once on a scaled argument (chain rule: (1/2)⁴ = 1/16)."""
+    return helper(x) + 2.0 * helper(0.5 * x)
+
+
+def loop(x):
+    """A loop with an augmented assignment: Σₖ sin(k x) / k, k = 1, 2, 3."""
+    s = 0.0
+    for k in range(1, 4):
+        s += math.sin(k * x) / k
+    return s
+
+
+N = 6
+
+#: function, its fourth derivative (by hand), through rules, products and calls
+THROUGH_RULES = {
+    "sin(x) x^2": (sin_x2, sin_x2_4),
+    "exp(a x)": (lambda x: math.exp(A * x), lambda x: A**4 * math.exp(A * x)),
+    "np.exp(a x)": (lambda x: np.exp(A * x), lambda x: A**4 * math.exp(A * x)),
+    "x**n": (lambda x: x**N, lambda x: N * (N - 1) * (N - 2) * (N - 3) * x ** (N - 4)),
+    "np.sum(sin(v) v^2) along V": (along, along_4),
+    "np.sum(sin(x [1, 2]))": (numpy_expr, lambda x: math.sin(x) + 16 * math.sin(2 * x)),
+    "helper call": (calls_helper, lambda x: sin_x2_4(x) + sin_x2_4(0.5 * x) / 8),
+    # Σ k⁴ sin(k x) / k = sin x + 8 sin 2x + 27 sin 3x
+    "loop": (loop, lambda x: math.sin(x) + 8 * math.sin(2 * x) + 27 * math.sin(3 * x)),
+}
+
+
+@pytest.mark.parametrize("modes", ORDER4)
+@pytest.mark.parametrize("name", list(THROUGH_RULES))
+def test_fourth_derivative_through_rules_every_mode_order(name, modes):
+    """Fourth derivatives through math and numpy rules, products, powers, a helper
+    call and a loop, in each of the 16 mode orders: reverse mode at any level runs
+    the levels below (source, or rules' bodies) pushed forward, and takes cotangents
+    back through the same linear tangent maps at every depth."""
+    f, d4 = THROUGH_RULES[name]
     x = 0.7
-    assert nth("ffff", sin_x2, x) == pytest.approx(sin_x2_4(x), rel=1e-12)
-    want = math.sin(x) + 16 * math.sin(2 * x)
-    assert nth("ffff", numpy_expr, x) == pytest.approx(want, rel=1e-12)
+    assert float(nth(modes, f, x)) == pytest.approx(d4(x), rel=1e-10, abs=1e-10)
+
+
+@pytest.mark.parametrize("modes", ["frfrf", "rrfff", "ffrrr", "rfrrf"])
+def test_fifth_derivative_mixed_orders(modes):
+    """Fifth order of sin(x) x², reverse and forward mode interleaved."""
+    assert nth(modes, sin_x2, 0.7) == pytest.approx(sin_x2_5(0.7), rel=1e-10)
+
+
+def test_fifth_derivative_along_a_direction():
+    """Fifth order through numpy: Σ g⁽⁵⁾(vᵢ) Vᵢ⁵, g = x² sin x."""
+    v = X0 + 0.7 * V
+    want = float(np.sum((v * v * np.cos(v) + 10 * v * np.sin(v) - 20 * np.cos(v)) * V**5))
+    assert float(nth("rfrfr", along, 0.7)) == pytest.approx(want, rel=1e-10)
 
 
 def test_fourth_derivative_matches_differences_of_third():
@@ -116,3 +188,74 @@ def test_no_perturbation_confusion_at_fourth_order():
 
         # d/dw (z + w) = 1; d/dz (y z) = y; d/dy (x y · y) = 2 x y at y = 1: 2x; x · 2x
         assert A_(f, 1.5) == pytest.approx(4 * 1.5), modes
+
+
+# --- at depth: keywords, library code, refusals naming the user's line ------------------
+
+HERE = re.escape(__file__)
+
+
+def line_of(f, marker):
+    """The line number of the line of ``f``'s source holding ``marker``."""
+    lines, start = inspect.getsourcelines(f)
+    return start + next(i for i, text in enumerate(lines) if marker in text)
+
+
+def takes_kwargs(x, **kw):
+    return x * kw["y"]
+
+
+def passes_keyword(x):
+    """A keyword argument landing in ``**kw``, carrying the derivative: x² sin x."""
+    return takes_kwargs(x, y=math.sin(x) * x)
+
+
+def sin_x2_3(x):
+    # Leibniz: (x² sin)''' = −x² cos x − 3·2x·sin x + 3·2·cos x
+    return -x * x * math.cos(x) - 6 * x * math.sin(x) + 6 * math.cos(x)
+
+
+ORDER3 = ["".join(p) for p in itertools.product("fr", repeat=3)]
+
+
+@pytest.mark.parametrize("modes", ORDER3 + ["fffr", "rrrr", "rfff", "frfr"])
+def test_keyword_into_kwargs_at_depth(modes):
+    want = sin_x2_3(0.7) if len(modes) == 3 else sin_x2_4(0.7)
+    assert nth(modes, passes_keyword, 0.7) == pytest.approx(want, rel=1e-10)
+
+
+def formats(x):
+    """numpy's Python formatter calls C code with keywords; its string result carries
+    no derivative (as at first order): c x³ with c = float(str(x)) a constant."""
+    return float(np.format_float_positional(x)) * x**3
+
+
+@pytest.mark.parametrize("modes", ["f", "r", "fff", "rrr", "frr", "rfr", "ffff", "rrrr", "frfr"])
+def test_library_code_with_keywords_at_depth(modes):
+    # d³/dx³ c x³ = 6c, d⁴ = 0, d/dx = 3c x², c = 0.7
+    want = {1: 3 * 0.7 * 0.7**2, 3: 6 * 0.7, 4: 0.0}[len(modes)]
+    assert float(nth(modes, formats, 0.7)) == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+def no_rule(x):
+    return np.frombuffer(np.array([x, 2.0]))[0] * x  # no-rule-here
+
+
+def writes_global(x):
+    global WRITTEN
+    WRITTEN = x  # global-here
+    return x * x
+
+
+@pytest.mark.parametrize("modes", ["fff", "rrr", "frf", "rff", "ffff", "rrrr", "frrf", "rfff"])
+def test_refusals_at_depth_name_the_users_line(modes):
+    """A function with no rule, and a construct ad does not differentiate, refused at
+    third and fourth order in any mode order with first order's error: the user's
+    file and line, never one inside ad, its rules or numpy."""
+    site = rf"{HERE}:{line_of(no_rule, 'no-rule-here')}\b"
+    with pytest.raises(ad.NoRuleError, match=rf"numpy\.frombuffer.*called at {site}") as e:
+        nth(modes, no_rule, 0.7)
+    assert "To fix:" in str(e.value)
+    site = rf"{HERE}:{line_of(writes_global, 'global ')}: in writes_global: `global`"
+    with pytest.raises(ad.UnsupportedSyntaxError, match=site):
+        nth(modes, writes_global, 0.7)

@@ -33,7 +33,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from rulescore import AbstractZero, Tangent, ZeroTangent, frule, unthunk
+from rulescore import AbstractZero, Tangent, ZeroTangent, frule, non_differentiable, unthunk
 from rulescore._projection import Projector
 
 from . import (
@@ -331,11 +331,43 @@ def unfold(op: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict) -> tuple:
             return call_map(_Z, (_Z, ṫs[0], *ṫs[1:]), (ȯp, *ȧ), k̇w, k̇w_ts)
 
         return op2, args2, kwargs2, call_tmap
+    if _plain_calls.library_callable(op):
+        return _unfold_plain(op, args, kwargs)
     raise _nested._unsupported(
         f"cannot push forward the forward-mode call of {_forward._fname(op)} again (forward "
         "over forward supports Python functions, functions with an frule, and methods)",
         "call it through a Python function, or register an frule for it",
     )
+
+
+def constant_pair(y: Any) -> tuple:
+    """``(y, 0)``: the forward-mode call of library code whose result carries no
+    derivative, as a program of its own (``_unfold_plain``)."""
+    return y, _Z
+
+
+non_differentiable(constant_pair)
+
+
+def _unfold_plain(op: Any, args: tuple, kwargs: dict) -> tuple:
+    """Library code (C code, the standard library: ``_plain_calls``) at any depth: run
+    as plain Python, as first-order modes run it. A result that carries no derivative
+    (a string, an int...) is a constant at every level; any other is refused with
+    first order's error (``_plain_calls.run`` raises it), unless its derivative is
+    one of its arguments', which forward over forward does not follow past here."""
+    name = _forward._fname(op)
+    y, route = _plain_calls.run(op, args, kwargs or None, name, True)
+    if route is not None:
+        raise _nested._unsupported(
+            f"{name} is library code run as plain Python whose result passes an argument "
+            "through; forward over forward over forward does not follow it",
+            "call it outside the differentiated function, or register an frule for it",
+        )
+
+    def constant_tmap(ȯp: Any, ṫs: tuple, ȧ: tuple, k̇w: dict, k̇w_ts: dict) -> tuple:
+        return (_Z, _Z), {}
+
+    return constant_pair, (y,), {}, constant_tmap
 
 
 def _unfold_vectorize(v: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict) -> tuple:

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import os
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -93,10 +95,50 @@ _RRULES = rrule.table._rules
 
 
 def _unsupported(what: str, fix: str) -> NoRuleError:
-    """The error for a call nested differentiation cannot follow, with its call site."""
-    site = call_site()
+    """The error for a call nested differentiation cannot follow, with the user's line
+    that led to it (``user_site``)."""
+    site = user_site()
     where = f" (at {site})" if site else ""
     return NoRuleError(f"nested differentiation: {what}{where}.\nTo fix: {fix}.")
+
+
+def _own_dirs() -> tuple[str, ...]:
+    """The directories of ad, rulescore and rules: code there is not the user's."""
+    import rulescore
+
+    dirs = [os.path.dirname(os.path.realpath(m.__file__ or "")) for m in (_api, rulescore)]
+    rules = sys.modules.get("rules")
+    if rules is not None and getattr(rules, "__file__", None):
+        dirs.append(os.path.dirname(os.path.realpath(rules.__file__)))
+    return tuple(d + os.sep for d in dirs)
+
+
+def _library_file(filename: str, own: tuple[str, ...]) -> bool:
+    if filename.startswith("<frozen ") or filename.startswith(own):
+        return True
+    path = os.path.realpath(filename)
+    return (
+        path.startswith(own)
+        or f"{os.sep}site-packages{os.sep}" in path
+        or f"{os.sep}dist-packages{os.sep}" in path
+        or _plain_calls._in_stdlib(path)
+    )
+
+
+def user_site() -> str:
+    """file:line of the innermost differentiated frame of the user's code. At depth,
+    the frames being differentiated include rules' bodies, ad's own kernels and
+    library source (numpy's Python functions): the line to name is the user's that
+    led there, the innermost one outside ad, rulescore, rules, the standard library
+    and installed packages; else the innermost differentiated frame."""
+    own = _own_dirs()
+    frame: Any = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name in ("_ad_fwd", "_ad_back") and not _library_file(code.co_filename, own):
+            return f"{code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return call_site()
 
 
 def _is_zero(x: Any) -> bool:
@@ -106,6 +148,15 @@ def _is_zero(x: Any) -> bool:
 def _pair(ct: Any) -> tuple[Any, Any]:
     """The cotangents of ``(y, ẏ)`` from the cotangent of the pair."""
     return entries(ct, 2, "the (value, tangent) pair of a forward-mode call")
+
+
+def kw_entry(ct: Any, key: Any) -> Any:
+    """The cotangent of ``d[key]`` from that of a dict ``d`` (zero where absent)."""
+    ct = unthunk(ct)
+    if _is_zero(ct):
+        return _Z
+    b = ct._backing if isinstance(ct, Tangent) else ct
+    return b.get(key, _Z) if isinstance(b, dict) else _Z
 
 
 def _tangents_ct(cts: tuple) -> Any:
@@ -297,17 +348,31 @@ def _fcall_gen_rrule(
                 config, unbound, owner, ḟ, args, arg_ts, kwnames, kwvalues, kw_ts
             )
     python = type(f) is _FunctionType and f not in _forward._FRULES
+    args, arg_ts = tuple(args), tuple(arg_ts)
+    n, m = len(args), len(kwnames)
+    kwargs = dict(zip(kwnames, kwvalues))
+    ts = (ḟ, *arg_ts)
+    ruled = _forward._hashable(f) and f in _forward._FRULES
+    moving = not all(_is_zero(t) for t in (*ts, *kw_ts))
+    if moving and not python and not ruled and _plain_calls.library_callable(f):
+        # C code called with keywords (a formatter in numpy's Python source): run as
+        # plain Python, its derivative along its route, as forward mode runs it
+        kw_ts_d = dict(zip(kwnames, kw_ts))
+        out, plain_pb = _plain_calls.reverse_over_forward(f, ts, args, kwargs, kw_ts_d, name)
+
+        def plain_kw_pullback(ct: Any) -> tuple:
+            f_ct, ts_ct, args_ct, kw, kw_ts_ct = plain_pb(ct)
+            kw_ts_cts = tuple(kw_ts_ct.get(k, _Z) for k in kwnames) if kw_ts_ct else (_Z,) * m
+            return _fcall_gen_cts(f_ct, ts_ct, args_ct, kw or {}, kwnames, kw_ts_cts)
+
+        return out, plain_kw_pullback
     if not python and not all(_is_zero(t) for t in kw_ts):
         raise _unsupported(
             f"a keyword argument of {name} carries a derivative in forward mode, which "
             "reverse over forward does not follow into an frule",
             "pass it positionally",
         )
-    args, arg_ts = tuple(args), tuple(arg_ts)
-    n, m = len(args), len(kwnames)
-    kwargs = dict(zip(kwnames, kwvalues))
-    ts = (ḟ, *arg_ts)
-    if python and not all(_is_zero(t) for t in (*ts, *kw_ts)):
+    if python and moving:
         out, pf_pb = _pushforward_call(f, ts, args, kwargs, dict(zip(kwnames, kw_ts)))
 
         def python_kw_pullback(ct: Any) -> tuple:
@@ -727,12 +792,6 @@ def _pushforward_call(
     kw_ts = {k: _Z for k in kwargs} if kw_ts is None else kw_ts
     dt = _forward._param_tangents(spec, n, ts[1:], kwargs, kw_ts)
     named = set(spec.positional) | set(spec.kwonly)
-    if any(not _is_zero(kw_ts[k]) for k in kwargs if k not in named):
-        raise _unsupported(
-            f"a keyword argument of {_forward._fname(f)} that lands in **kwargs carries a "
-            "derivative in forward mode",
-            "make it a named parameter",
-        )
     gen_kw = {**kwargs, "_ad_dt": dt, "_ad_df": ḟ}
     if inactive:  # positional arguments that carry no derivative (an attribute's name)
         out, pb = call_function(
@@ -754,7 +813,9 @@ def _pushforward_call(
             rest = dt_ct[index[spec.vararg]]
             arg_ts_ct.extend(entries(rest, n - n_bound, "the *args tangents"))
         f_ct = _closure_ct(raw[0], own)
-        kw_ts_ct = {k: dt_ct[index[k]] if k in named else _Z for k in kwargs}
+        # a keyword landing in **kwargs: its tangent is an entry of that dict's
+        star_ct = dt_ct[index[spec.kwarg]] if spec.kwarg is not None else _Z
+        kw_ts_ct = {k: dt_ct[index[k]] if k in named else kw_entry(star_ct, k) for k in kwargs}
         return f_ct, (df_ct, *arg_ts_ct), tuple(raw[1 : 1 + n]), kw, kw_ts_ct
 
     return out, pushforward_pullback
@@ -920,6 +981,44 @@ def _(config: Any, ṫ: Any, n: int) -> Any:
         return (_NO, _tangents_ct(cts), _NO)
 
     return out, split_pullback
+
+
+@rrule.register(_forward.entries, config=ADConfig)
+def _(config: Any, ṫ: Any, n: int, primal: Any) -> Any:
+    """The tangents of the items of ``primal`` from its tangent ``ṫ``: linear in ``ṫ``.
+    Its cotangent is shaped like ``primal`` (a tuple's a tuple, a list's a list, an
+    array's an array): the tangent maps of nested differentiation (``_forward_over``)
+    are also run on values, whose cotangents must match those values' own."""
+    out = _forward.entries(ṫ, n, primal)
+    no_items = isinstance(primal, (dict, range, str))
+
+    def entries_pullback(ct: Any) -> tuple:
+        cts = entries(ct, n, "the tangents of a sequence's items")
+        if no_items or all(_is_zero(c) for c in cts):
+            return (_NO, _Z, _NO, _NO)
+        return (_NO, from_list_ct(primal, list(cts)), _NO, _NO)
+
+    return out, entries_pullback
+
+
+@rrule.register(_forward._array_like_tangents, config=ADConfig)
+def _(config: Any, ts: tuple, args: tuple) -> Any:
+    """A numpy function's argument tangents, a list argument's as an array: linear in
+    ``ts`` (``args``, the arguments, only say which are lists). An array made of a
+    list's tangent takes its cotangent back as the list's rows."""
+    out = _forward._array_like_tangents(ts, args)
+    n = len(ts)
+    dense = [i for i in range(1, n) if out[i] is not ts[i]]
+
+    def array_like_pullback(ct: Any) -> tuple:
+        cts = list(entries(ct, n, "a call's tangents"))
+        for i in dense:
+            c = unthunk(cts[i])
+            if not _is_zero(c):
+                cts[i] = from_list_ct(args[i - 1], list(c))
+        return (_NO, _tangents_ct(tuple(cts)), _NO)
+
+    return out, array_like_pullback
 
 
 @rrule.register(unthunk, config=ADConfig)

@@ -211,17 +211,37 @@ def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
 
 def _over_self(ts: tuple, g: Any, gts: tuple, gargs: tuple) -> tuple[Any, Callable]:
     """``_over_fcall`` for ``g`` forward mode's own dispatch (``fcall`` of ``fcall``...,
-    ``jvp``, a fast path): four levels or more. The inner call runs the program
-    ``op2(*args2, **kwargs2)`` that ``_forward_over.unfold`` gives (one level down, the
-    same at every depth), so the whole is the forward-mode call of ``op2`` along the
-    tangents ``tmap`` gives, which ``_nested``'s rules differentiate. ``tmap`` is
-    linear and maps the parts of a call to those of ``op2``'s, values as tangents, so
-    its pullback (reverse mode over its source) takes both sides' cotangents back."""
+    ``jvp``, a fast path): four levels or more. See ``_over_unfolded``."""
     m, n = len(gts), len(gargs)
-    op2, args2, kwargs2, tmap = _forward_over.unfold(g, gts, gargs, {}, {})
+    outer = (ts[1], _forward_over.split_ts(ts[2], m), tuple(ts[3:]), {}, {})
+    out, pb = _over_unfolded(outer, g, gts, gargs, {}, {})
+
+    def self_pullback(ct: Any) -> tuple:
+        t, a = pb(ct)  # each (tmap, of op, of the tangents, of the arguments, kw, kw_ts)
+        ṫs_ct = entries(t[2], m, "tangents")
+        gts_ct = entries(a[2], m, "tangents")
+        t_ct = (_Z, t[1], _nested._tangents_ct(tuple(ṫs_ct)), *entries(t[3], n, "tangents"))
+        a_ct = (a[1], _nested._tangents_ct(tuple(gts_ct)), *entries(a[3], n, "arguments"))
+        return t_ct, a_ct
+
+    return out, self_pullback
+
+
+def _over_unfolded(
+    outer: tuple, g: Any, gts: tuple, gargs: tuple, gkw: dict, gkw_ts: dict
+) -> tuple[Any, Callable]:
+    """Reverse mode over the forward-mode call ``call_with(g, gts, gargs, gkw, gkw_ts)``
+    pushed forward along ``outer = (ȯp, ṫs, ȧ, k̇w, k̇w_ts)``, for any ``g`` that
+    ``_forward_over.unfold`` follows (the same at every depth). The inner call runs
+    the program ``op2(*args2, **kwargs2)`` that ``unfold`` gives, so the whole is the
+    forward-mode call of ``op2`` along the tangents ``tmap`` gives, which ``_nested``'s
+    rules differentiate. ``tmap`` is linear and maps the parts of a call to those of
+    ``op2``'s, values as tangents, so its pullback (reverse mode over its source)
+    takes both sides' cotangents back. The pullback returns ``(t, a)``: ``tmap``'s
+    input cotangents for the outer tangents and for the call's own parts."""
+    op2, args2, kwargs2, tmap = _forward_over.unfold(g, gts, gargs, gkw, gkw_ts)
     args2 = tuple(args2)
     kwnames = tuple(kwargs2)
-    outer = (ts[1], _forward_over.split_ts(ts[2], m), tuple(ts[3:]), {}, {})
     ts2, kw_ts2 = tmap(*outer)
     out, pb = _nested._fcall_gen_rrule(
         CONFIG,
@@ -242,7 +262,7 @@ def _over_self(ts: tuple, g: Any, gts: tuple, gargs: tuple) -> tuple[Any, Callab
         kw_ct = Tangent[dict]._from_backing(kw) if kw else _Z
         return tpb(_forward.tan_tuple(_nested._tangents_ct(parts), kw_ct))
 
-    def self_pullback(ct: Any) -> tuple:
+    def unfolded_pullback(ct: Any) -> tuple:
         raw = pb(ct)  # (fcall_gen, op2, its ḟ, args2, their ts, stars, names, kwvalues, kw_ts)
         k = len(args2)
         args_ct = entries(raw[3], k, "arguments")
@@ -251,13 +271,52 @@ def _over_self(ts: tuple, g: Any, gts: tuple, gargs: tuple) -> tuple[Any, Callab
         kw_ts_ct = dict(zip(kwnames, entries(raw[8], len(kwnames), "keyword tangents")))
         t = back((raw[2], *arg_ts_ct), kw_ts_ct)  # (tmap, ȯp, ṫs, ȧ, k̇w, k̇w_ts)
         a = back((raw[1], *args_ct), kw_ct)
-        ṫs_ct = entries(t[2], m, "tangents")
-        gts_ct = entries(a[2], m, "tangents")
-        t_ct = (_Z, t[1], _nested._tangents_ct(tuple(ṫs_ct)), *entries(t[3], n, "tangents"))
-        a_ct = (a[1], _nested._tangents_ct(tuple(gts_ct)), *entries(a[3], n, "arguments"))
+        return t, a
+
+    return out, unfolded_pullback
+
+
+def _over_gen(ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    """``rrule`` of ``fcall(fcall_gen, ts, *args)``: a forward-mode call with keyword
+    arguments (``f(x, copy=False)`` in a rule's body), pushed forward along ``ts``
+    (``fcall_gen``'s frule: forward over forward), differentiated in reverse as
+    ``_over_unfolded``; a call without keywords as ``fcall`` of ``fcall``."""
+    f, ḟ, fargs, arg_ts, stars, kwnames, _, _ = args
+    n = len(fargs)
+    if not kwnames and stars is None:  # f(*args): fcall(f, (ḟ, *arg_ts), *args)
+        ṫ_ts = _forward.tan_tuple(ts[2], *_forward_over.split_ts(ts[4], n))
+        inner_ts = (_Z, ts[1], ṫ_ts, *_forward_over.split_ts(ts[3], n))
+        out, pb = _over_fcall(inner_ts, (f, (ḟ, *arg_ts), *fargs))
+
+        def positional_pullback(ct: Any) -> tuple:
+            ts_ct, a_ct = pb(ct)  # (_, ∂ġ, ∂ġts, ∂ġargs...), (∂f, ∂gts, ∂args...)
+            ṫs_ct = entries(ts_ct[2], n + 1, "tangents")
+            gts_ct = entries(a_ct[1], n + 1, "tangents")
+            tc = _nested._tangents_ct
+            t_ct = (_Z, ts_ct[1], ṫs_ct[0], tc(tuple(ts_ct[3:])), tc(ṫs_ct[1:]), _NO, _NO, _Z, _Z)
+            return t_ct, (a_ct[0], gts_ct[0], tc(tuple(a_ct[2:])), tc(gts_ct[1:]), _NO, _NO, _Z, _Z)
+
+        return out, positional_pullback
+    g, gts, gargs, gkw, gkw_ts, _ = _forward_over._gen_call(args)
+    outer = _forward_over._gen_parts(ts, n, kwnames)
+    out, pb = _over_unfolded(outer, g, gts, gargs, gkw, gkw_ts)
+
+    def gen_pullback(ct: Any) -> tuple:
+        t, a = pb(ct)  # each (tmap, of f, of (ḟ, *arg_ts), of args, of kwargs, of kw_ts)
+        tc = _nested._tangents_ct
+        ṫs_ct = entries(t[2], n + 1, "tangents")
+        gts_ct = entries(a[2], n + 1, "tangents")
+
+        def kw(c: Any) -> Any:
+            return tc(tuple(_nested.kw_entry(c, k) for k in kwnames))
+
+        ȧ_ct = tc(entries(t[3], n, "tangents"))
+        args_ct = tc(entries(a[3], n, "arguments"))
+        t_ct = (_Z, t[1], ṫs_ct[0], ȧ_ct, tc(ṫs_ct[1:]), _NO, _NO, kw(t[4]), kw(t[5]))
+        a_ct = (a[1], gts_ct[0], args_ct, tc(gts_ct[1:]), _NO, _NO, kw(a[4]), kw(a[5]))
         return t_ct, a_ct
 
-    return out, self_pullback
+    return out, gen_pullback
 
 
 def _over_append(ts: tuple, gts: tuple, gargs: tuple) -> tuple[Any, Callable]:
@@ -360,8 +419,8 @@ def through_self(f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
     """``rrule`` of ``fcall(f, ts, *args)`` for ``f`` forward mode's own dispatch
     (``fcall``, ``fcall_pair``), a scalar fast path or ``jvp``: pullback as
     ``_nested._fcall_rrule``'s."""
-    if f is _forward.fcall or f is _nested.fcall_pair:
-        out, pb = _over_fcall(ts, args)
+    if f is _forward.fcall or f is _nested.fcall_pair or f is _forward.fcall_gen:
+        out, pb = (_over_gen if f is _forward.fcall_gen else _over_fcall)(ts, args)
 
         def fcall_pullback(ct: Any) -> tuple:
             ts_ct, a_ct = pb(ct)
@@ -416,7 +475,10 @@ _FAST = {
     _forward_fast.ffast_neg: operator.neg,
 }
 _nested.SELF_RRULES.update(
-    dict.fromkeys([_forward.fcall, _nested.fcall_pair, _forward_api.jvp, *_FAST], through_self)
+    dict.fromkeys(
+        [_forward.fcall, _nested.fcall_pair, _forward.fcall_gen, _forward_api.jvp, *_FAST],
+        through_self,
+    )
 )
 
 
