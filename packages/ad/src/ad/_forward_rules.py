@@ -32,6 +32,7 @@ from ._state import (
     follow,
     item_key,
     merged_tangent,
+    nested,
     read_tangent,
     stateful,
     write_tangent,
@@ -259,7 +260,7 @@ def _getattr_frule(config: Any, ȯ: Any, obj: Any, name: str, bypass: bool) -> A
     value = object.__getattribute__(obj, name) if bypass else getattr(obj, name)
     written = read_tangent(obj, name)
     if written is not None:  # written in this pass, through any name (ad._state)
-        return value, written
+        return value, merged_tangent(value, written)  # with its own items' writes
     if type(obj) is super:
         bound = getattr(value, "__self__", None) is obj.__self__ and callable(value)
         return value, ȯ if bound else _Z  # a method, or a class attribute (a constant)
@@ -278,10 +279,13 @@ def _getattr_frule(config: Any, ȯ: Any, obj: Any, name: str, bypass: bool) -> A
             return value, _Z
         return value, getattr(ȯ, name) if isinstance(ȯ, numbers.Number) else _Z
     if is_zero(ȯ):
-        return value, _Z
-    if isinstance(ȯ, Tangent):
-        return value, getattr(ȯ, name)
-    return value, getattr(ȯ, name, _Z)
+        v̇: Any = _Z
+    elif isinstance(ȯ, Tangent):
+        v̇ = getattr(ȯ, name)
+    else:
+        v̇ = getattr(ȯ, name, _Z)
+    # a container whose items were written by identity (self.items[i] = v): theirs
+    return value, merged_tangent(value, v̇) if isinstance(value, (list, dict)) else v̇
 
 
 def _written(obj: Any, ȯ: Any, name: str, v̇: Any) -> Any:
@@ -428,6 +432,13 @@ def _(config: Any, ḟ: Any, ȯ: Any, obj: Any) -> Any:
     return follow(obj), merged_tangent(obj, ȯ)
 
 
+@frule.register(_rules_objects.follow_written, config=ADConfig)
+def _(config: Any, ḟ: Any, ȯ: Any, ṡ: Any, obj: Any, site: str) -> Any:
+    if current(forward=True) is None or nested():  # see nested_write_refused
+        raise _rules_objects.nested_write_refused(site)
+    return _rules_objects.follow_written(obj, site), merged_tangent(obj, ȯ)
+
+
 def _followed_item(ẋ: Any, x: Any, key: Any) -> Any:
     """``x[key]`` of a list or dict, with the tangent a write kept by identity."""
     if type(key) is slice and isinstance(x, list):
@@ -438,10 +449,12 @@ def _followed_item(ẋ: Any, x: Any, key: Any) -> Any:
         return y, tan_list(*ts)
     written = read_tangent(x, item_key(x, key))
     if written is not None:
-        return x[key], written
+        return x[key], merged_tangent(x[key], written)  # with its own items' writes
     if isinstance(x, dict):
-        return dict_getitem_frule(_Z, ẋ, _Z, x, key)
-    return sequence_getitem_frule(_Z, ẋ, _Z, x, key)
+        y, ẏ = dict_getitem_frule(_Z, ẋ, _Z, x, key)
+    else:
+        y, ẏ = sequence_getitem_frule(_Z, ẋ, _Z, x, key)
+    return y, merged_tangent(y, ẏ) if isinstance(y, (list, dict)) else ẏ
 
 
 @frule.register(operator.getitem, config=ADConfig)

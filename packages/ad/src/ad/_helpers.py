@@ -38,6 +38,7 @@ from ._rules_containers import (
 )
 from ._rules_objects import (
     append,
+    follow_written,
     getattr_,
     getattr_object,
     inplace_fast,
@@ -83,6 +84,7 @@ HELPERS: dict[str, Any] = {
     "_ad_next": _rules_iteration.next_of,
     "_ad_next_or": _rules_iteration.next_or,
     "_ad_follow": follow,
+    "_ad_follow_written": follow_written,
     "_ad_unfollowed": unfollowed,
     "_ad_unfollowed_call": unfollowed_call,
     "_ad_unpack": unpack,

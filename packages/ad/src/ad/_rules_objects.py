@@ -36,6 +36,7 @@ from ._state import (
     item_key,
     item_write_pullback,
     keep_stateful,
+    nested,
     read_item_pullback,
     read_pullback,
     stateful,
@@ -476,6 +477,52 @@ def _(config: Any, obj: Any) -> Any:
     if p is None or not holder(obj):
         return obj, lambda ȳ: (_NO, ȳ)
     return obj, follow_pullback(p, obj, p.follow(obj))
+
+
+def follow_written(obj: Any, site: str) -> Any:
+    """``obj``, read out of another object or container to be written into
+    (``self.memo[k] = v``, ``rows[i][j] = v``), followed by identity from now
+    on: the write happens to the object itself, and every read of it after,
+    through any holder, is differentiated (``ad._state``). An array so reached
+    is refused: writing it in place would change what its holders see, which
+    the AD does not follow for arrays."""
+    if not holder(obj):
+        raise _array_written(obj, site)
+    return follow(obj)
+
+
+def _array_written(obj: Any, site: str) -> MutationError:
+    return MutationError(
+        f"{site}: an item of a {type(obj).__name__} read out of another object or "
+        "container is written in place (a.b[i] = v, a[i][j] = v): the AD follows "
+        "dicts, lists and objects written that way, not arrays.\n"
+        "To fix: build the new array and assign it: b = a.b.copy(); b[i] = v; a.b = b "
+        "(or a[i] = new_row)."
+    )
+
+
+@rrule.register(follow_written, config=ADConfig)
+def _(config: Any, obj: Any, site: str) -> Any:
+    if not holder(obj):
+        raise _array_written(obj, site)
+    p = current()
+    if p is None or nested():  # differentiated at a higher order: see nested_write_refused
+        raise nested_write_refused(site)
+    pb = follow_pullback(p, obj, p.follow(obj))
+    return obj, lambda ȳ: (*pb(ȳ), _NO)
+
+
+def nested_write_refused(site: str) -> MutationError:
+    """A write ``a.b[i] = v`` at second order: there objects are followed along
+    variables only (``ad._state.suspended``), and the container's other holders
+    would not see the write."""
+    return MutationError(
+        f"{site}: a write into a container read out of another object or container "
+        "(a.b[i] = v, a[i][j] = v) is followed by identity, which nested (higher-order) "
+        "differentiation does not do.\n"
+        "To fix: take this derivative at first order (ad.gradient, ad.jvp), or compute "
+        "the value without writing into the container (no cache) for higher orders."
+    )
 
 
 @rrule.register(operator.getitem, config=ADConfig)

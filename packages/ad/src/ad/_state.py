@@ -75,6 +75,7 @@ __all__ = [
     "item_key",
     "item_write_pullback",
     "keep_stateful",
+    "nested",
     "scope",
     "stateful",
     "tracked",
@@ -132,6 +133,14 @@ class Pass:
 
     def take_all(self, obj: Any) -> dict[str, Any]:
         return self.store.pop(id(obj), None) or {}
+
+
+def nested() -> bool:
+    """Whether a differentiation runs inside another on this thread (second or
+    higher order): objects followed by identity in the inner one are not seen
+    by the outer one, which differentiates along variables."""
+    stack = getattr(_LOCAL, "stack", None)
+    return bool(stack) and sum(p is not _SUSPENDED for p in stack) > 1
 
 
 def current(forward: bool = False) -> Pass | None:
@@ -341,14 +350,32 @@ def keep_stateful(inner: Any, outer: Any) -> Any:
 
 def read_pullback(p: Pass, obj: Any, name: str) -> Any:
     """``obj.name``'s pullback when ``obj`` is kept by identity."""
+    held = _followed_value(p, obj.__dict__.get(name) if hasattr(obj, "__dict__") else None)
 
     def stateful_getattr_pullback(ȳ: Any) -> tuple:
         ȳ = unthunk(ȳ)
         if not isinstance(ȳ, AbstractZero):
-            p.deposit(obj, name, ȳ)
+            _deposit_read(p, obj, name, held, ȳ)
         return (_NO, _Z, _NO)
 
     return stateful_getattr_pullback
+
+
+def _followed_value(p: Pass, value: Any) -> Any:
+    """``value`` when the pass follows it by identity (a container or object read
+    out of another one after it was followed), else None."""
+    return value if value is not None and p.written.get(id(value)) is value else None
+
+
+def _deposit_read(p: Pass, obj: Any, key: Any, held: Any, ȳ: Any) -> None:
+    """The cotangent of a read ``obj[key]`` (or ``obj.key``) into the store. A value
+    followed by identity when it was read (``held``) takes it entry by entry: its
+    item writes take theirs, and the rest goes back at its first following."""
+    if held is None:
+        p.deposit(obj, key, ȳ)
+        return
+    for k, ct in _parts(held, ȳ).items():
+        p.deposit(held, k, ct)
 
 
 def write_pullback(p: Pass, obj: Any, name: str, first: bool) -> Stateful:
@@ -439,11 +466,12 @@ def read_item_pullback(p: Pass, obj: Any, key: Any) -> Any:
 
         return stateful_slice_pullback
     key = item_key(obj, key)
+    held = _followed_value(p, obj[key])
 
     def stateful_getitem_pullback(ȳ: Any) -> tuple:
         ȳ = unthunk(ȳ)
         if not isinstance(ȳ, AbstractZero):
-            p.deposit(obj, key, ȳ)
+            _deposit_read(p, obj, key, held, ȳ)
         return (_NO, _Z, _NO)
 
     return stateful_getitem_pullback

@@ -297,6 +297,7 @@ def front(
     src = get_source(f)
     tree = check_supported(explicit_protocols(src.tree, f), src.filename)
     anf = normalize(desugar(tree), src.filename)
+    written_roots = anf.written_roots  # type: ignore[attr-defined]
     if as_init:
         anf = returning_self(anf, int(as_init) - 1)
     freevars = f.__code__.co_freevars
@@ -308,6 +309,7 @@ def front(
         a = anf.args
         positional = [p.arg for p in a.posonlyargs + a.args]
         seeds -= {name for i, name in enumerate(positional) if inactive >> i & 1}
+    seeds |= written_roots  # a.b[i] = v: what a holds may carry a derivative from here
     plain, callees, reads = _resolved_names(f, anf)
     guards: tuple = ()
     if inline and callees:

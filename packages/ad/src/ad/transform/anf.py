@@ -83,6 +83,8 @@ class _Normalizer:
         self.filename = filename
         self.fname = fname
         self.locals = local_names if local_names is not None else set()
+        #: the local names at the root of a nested item write (``a`` of a.b[i] = v)
+        self.written_roots: set[str] = set()
         self.counter = 0
         self.lineno = 0
         #: Whether the function has a walrus anywhere; and the names the walruses
@@ -461,10 +463,31 @@ class _Normalizer:
         if isinstance(target, ast.Subscript):
             obj = target.value
             if not isinstance(obj, ast.Name):
-                raise self.error(
-                    target,
-                    "assignment into a nested subscript (a.b[i] = v, a[i][j] = v) is not supported; assign to a local name first",
+                # a.b[i] = v, a[i][j] = v: the container read out of a is written in
+                # place, followed by identity (ad._rules_objects.follow_written), and
+                # a carries the derivative (``written_roots``: activity seeds)
+                root = obj
+                while isinstance(root, (ast.Attribute, ast.Subscript)):
+                    root = root.value
+                if not (isinstance(root, ast.Name) and root.id in self.locals):
+                    raise self.error(
+                        target,
+                        "assignment into a nested subscript of a captured or global "
+                        "variable, or of a call's result, is not supported; bind the "
+                        "container to a local name first (d = G['a']; d['b'] = v) and "
+                        "pass G in as an argument",
+                    )
+                self.written_roots.add(root.id)
+                # followed from here: reads through it see the write (ad._state)
+                out.append(
+                    self.assign(root.id, self.helper_call("_ad_follow", [self.name(root.id)]))
                 )
+                held = self.atom(obj, out)
+                t = self.fresh()
+                self.locals.add(t)
+                site = self.new(ast.Constant(f"{self.filename}:{self.lineno}"))
+                out.append(self.assign(t, self.helper_call("_ad_follow_written", [held, site])))
+                obj = self.name(t)
             idx = self.index(target.slice, out)
             v = value if _is_atom(value) else self.bind(value, out)
             out.append(
@@ -688,4 +711,5 @@ def normalize(tree: ast.FunctionDef, filename: str) -> ast.FunctionDef:
         none = _at(ast.Constant(None), norm.lineno)
         body.append(ast.Return(value=none, lineno=norm.lineno, col_offset=0))
     tree.body = body
+    tree.written_roots = frozenset(norm.written_roots)  # type: ignore[attr-defined]
     return tree
