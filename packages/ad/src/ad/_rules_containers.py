@@ -133,16 +133,18 @@ def _(config: Any, f: Any, args: tuple, kwargs: dict) -> Any:
         # Stateful when the call wrote an object's field (super().__init__(*args)):
         # the pullback must run even when no cotangent reaches the call's value.
         return y, keep_stateful(pb, apply_positional_pullback)
-    y, pb = _runtime.rcall_kw(f, tuple(args), dict(kwargs))
+    # (its own name: this body is differentiated again, at reverse over reverse, where
+    # a closure may not capture a name bound twice)
+    y, kw_pb = _runtime.rcall_kw(f, tuple(args), dict(kwargs))
     n = len(args)
 
     def apply_pullback(ȳ: Any) -> tuple:
-        cts = pb(ȳ)
+        cts = kw_pb(ȳ)
         kw = cts[n + 1]
         kw = {k: v for k, v in kw.items() if not isinstance(v, AbstractZero)} if kw else {}
         return (_NO, cts[0], tuple(cts[1 : n + 1]), kw or _Z)
 
-    return y, keep_stateful(pb, apply_pullback)
+    return y, keep_stateful(kw_pb, apply_pullback)
 
 
 def merge_kw(*dicts: dict) -> dict:
