@@ -272,11 +272,5 @@ def test_a_captured_dict_written_at_second_order_forward_over_reverse():
     assert ad.hessian(captured_dict_write, 2.0) == pytest.approx(12.0)
 
 
-@pytest.mark.xfail(
-    reason="known wrong second derivative (0.0 where 12 is right): reverse over reverse "
-    "through a captured container followed by identity (found here; the inner pass's "
-    "store is not seen by the outer one)",
-    strict=True,
-)
 def test_a_captured_dict_written_at_second_order_reverse_over_reverse():
     assert ad.hessian_reverse(captured_dict_write, 2.0) == pytest.approx(12.0)

@@ -399,9 +399,10 @@ def field_pullback(name: str) -> Callable:
         if isinstance(ȳ, AbstractZero):
             return (_NO, ȳ, _NO, _Z)
         if isinstance(ȳ, Tangent):
-            b = dict(ȳ._backing)
-            v = b.pop(name, _Z)
-            rest = type(ȳ)._from_backing(b) if b else _Z
+            b = ȳ._backing  # read, not popped: see dict_setitem_pullback
+            v = b[name] if name in b else _Z
+            others = {k: c for k, c in b.items() if k != name}
+            rest = type(ȳ)._from_backing(others) if others else _Z
             return (_NO, rest, _NO, v)
         raise CotangentShapeError(
             f"cotangent of an object must be a Tangent, got {type(ȳ).__name__}"
@@ -583,9 +584,12 @@ def _(config: Any, obj: Any, key: Any, value: Any) -> Any:
             ȳ = unthunk(ȳ)
             if isinstance(ȳ, AbstractZero):
                 return (_NO, ȳ, _NO, _Z)
-            b = dict(ȳ._backing if isinstance(ȳ, Tangent) else ȳ)
-            v = b.pop(key, _Z)
-            return (_NO, b or _Z, _NO, v)
+            b = ȳ._backing if isinstance(ȳ, Tangent) else ȳ
+            # reads and a comprehension, not dict.pop (C code writing its receiver):
+            # this body is differentiated again at reverse over reverse
+            v = b[key] if key in b else _Z
+            rest = {k: c for k, c in b.items() if k != key}
+            return (_NO, rest or _Z, _NO, v)
 
         return obj, dict_setitem_pullback
     raise TypeError(
