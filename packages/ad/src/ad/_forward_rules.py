@@ -30,6 +30,7 @@ from ._runtime import call_site
 from ._state import (
     current,
     follow,
+    followed,
     item_key,
     merged_tangent,
     nested,
@@ -260,7 +261,7 @@ def _getattr_frule(config: Any, ȯ: Any, obj: Any, name: str, bypass: bool) -> A
     value = object.__getattribute__(obj, name) if bypass else getattr(obj, name)
     written = read_tangent(obj, name)
     if written is not None:  # written in this pass, through any name (ad._state)
-        return value, merged_tangent(value, written)  # with its own items' writes
+        return value, _with_items(value, written)
     if type(obj) is super:
         bound = getattr(value, "__self__", None) is obj.__self__ and callable(value)
         return value, ȯ if bound else _Z  # a method, or a class attribute (a constant)
@@ -284,8 +285,7 @@ def _getattr_frule(config: Any, ȯ: Any, obj: Any, name: str, bypass: bool) -> A
         v̇ = getattr(ȯ, name)
     else:
         v̇ = getattr(ȯ, name, _Z)
-    # a container whose items were written by identity (self.items[i] = v): theirs
-    return value, merged_tangent(value, v̇) if isinstance(value, (list, dict)) else v̇
+    return value, _with_items(value, v̇)
 
 
 def _written(obj: Any, ȯ: Any, name: str, v̇: Any) -> Any:
@@ -439,6 +439,13 @@ def _(config: Any, ḟ: Any, ȯ: Any, ṡ: Any, obj: Any, site: str) -> Any:
     return _rules_objects.follow_written(obj, site), merged_tangent(obj, ȯ)
 
 
+def _with_items(value: Any, v̇: Any) -> Any:
+    """A value read out of an object or container, with the tangents written into
+    its own items by identity (``self.items[i] = v``) when the pass follows it;
+    otherwise ``v̇`` as it is (no pass over its entries on every read)."""
+    return merged_tangent(value, v̇) if followed(value, forward=True) else v̇
+
+
 def _followed_item(ẋ: Any, x: Any, key: Any) -> Any:
     """``x[key]`` of a list or dict, with the tangent a write kept by identity."""
     if type(key) is slice and isinstance(x, list):
@@ -449,12 +456,12 @@ def _followed_item(ẋ: Any, x: Any, key: Any) -> Any:
         return y, tan_list(*ts)
     written = read_tangent(x, item_key(x, key))
     if written is not None:
-        return x[key], merged_tangent(x[key], written)  # with its own items' writes
+        return x[key], _with_items(x[key], written)
     if isinstance(x, dict):
         y, ẏ = dict_getitem_frule(_Z, ẋ, _Z, x, key)
     else:
         y, ẏ = sequence_getitem_frule(_Z, ẋ, _Z, x, key)
-    return y, merged_tangent(y, ẏ) if isinstance(y, (list, dict)) else ẏ
+    return y, _with_items(y, ẏ)
 
 
 @frule.register(operator.getitem, config=ADConfig)

@@ -473,7 +473,7 @@ rrule.register(super_init, config=ADConfig)(_super_init_rule)
 
 
 @rrule.register(follow, config=ADConfig)
-def _(config: Any, obj: Any) -> Any:
+def _follow_rule(config: Any, obj: Any) -> Any:
     p = current()
     if p is None or not holder(obj):
         return obj, lambda ȳ: (_NO, ȳ)
@@ -506,10 +506,9 @@ def _array_written(obj: Any, site: str) -> MutationError:
 def _(config: Any, obj: Any, site: str) -> Any:
     if not holder(obj):
         raise _array_written(obj, site)
-    p = current()
-    if p is None or nested():  # differentiated at a higher order: see nested_write_refused
+    if current() is None or nested():  # differentiated at a higher order
         raise nested_write_refused(site)
-    pb = follow_pullback(p, obj, p.follow(obj))
+    _, pb = _follow_rule(config, obj)
     return obj, lambda ȳ: (*pb(ȳ), _NO)
 
 

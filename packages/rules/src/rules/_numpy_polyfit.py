@@ -62,9 +62,10 @@ _ARGS = ("deg", "rcond", "full", "w", "cov")
 _SV = "np.polyfit: the singular values of numpy's column-scaled Vandermonde matrix"
 
 
-def _options(args: tuple, kwargs: dict) -> dict:
-    """The optional arguments by name (read ``w`` with ``argument``: this is a constant)."""
-    opts = dict(zip(_ARGS, args))
+def _options(args: tuple, kwargs: dict, names: tuple = _ARGS) -> dict:
+    """The optional arguments by name (read ``w`` with ``argument``: this is a constant);
+    ``names``: their order in the signature (``numpy.polynomial``'s has no ``cov``)."""
+    opts = dict(zip(names, args))
     opts.update(kwargs)
     return opts
 

@@ -69,7 +69,7 @@ from rulescore import (
 from ._linalg_util import entries, mH
 from ._numpy_elementwise import conj_if_complex
 from ._numpy_linear import dense
-from ._numpy_polyfit import _Fit
+from ._numpy_polyfit import _Fit, _options
 from ._numpy_polynomials import _poly_partials, _root_weights, _toeplitz
 from ._numpy_statistics import split_tangents
 from ._util import is_zero, project, unbroadcast
@@ -424,15 +424,6 @@ _FIT_ARGS = ("deg", "rcond", "full", "w")
 _SV = "polyfit: the singular values of numpy's column-scaled Vandermonde matrix"
 
 
-def _fit_options(args: tuple, kwargs: dict) -> dict:
-    opts = dict(zip(_FIT_ARGS, args))
-    opts.update(kwargs)
-    return opts
-
-
-non_differentiable(_fit_options)
-
-
 def _degrees(deg: Any) -> np.ndarray:
     """The fitted powers, ascending."""
     d = np.asarray(deg)
@@ -472,7 +463,7 @@ def _spread(c: Any, Ċ: np.ndarray, deg: Any, vec: bool) -> Any:
 @rrule.register(P.polyfit)
 def polyfit_rrule(x: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
     """rrule of ``polyfit`` (see the module for the outputs that carry derivatives)."""
-    opts = _fit_options(args, kwargs)
+    opts = _options(args, kwargs, _FIT_ARGS)
     Ω = P.polyfit(x, y, *args, **kwargs)
     # w read from the arguments, not from opts (a constant): an AD differentiating this
     # rule (second order) follows it
@@ -514,7 +505,7 @@ def polyfit_rrule(x: Any, y: Any, *args: Any, **kwargs: Any) -> Any:
 def polyfit_frule(ḟ: Any, *args: Any, **kwargs: Any) -> Any:
     """frule of ``polyfit``: ``ċ = (AᴴA)⁻¹ (Ȧᴴ r + Aᴴ (ḃ - Ȧ c))`` on the fitted powers."""
     tangents, (x, y, *extra) = split_tangents(args)
-    opts = _fit_options(tuple(extra), kwargs)
+    opts = _options(tuple(extra), kwargs, _FIT_ARGS)
     Ω = P.polyfit(x, y, *extra, **kwargs)
     w = extra[3] if len(extra) > 3 else kwargs.get("w")
     ẋ, ẏ = unthunk(tangents[0]), unthunk(tangents[1])
