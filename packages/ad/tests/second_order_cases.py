@@ -1124,3 +1124,62 @@ if sc is not None:
         "solvers (tested to first order in test_ad_solve_ivp.py and, with a toy AD, in "
         "rules' test_rules_scipy_integrate.py)"
     )
+
+# ---------------------------------------------------------------- rules.functional
+# The functional forms of numpy's in-place functions: indices, masks, axes and modes
+# fixed, repeated indices where numpy allows them, broadcast or repeated values.
+_IDX = np.array([[2, 0, 2], [1, 1, 0]])
+_MASK = np.array([[True, False, True], [False, True, True]])
+_AT = np.array([0, 2, 0, 1, 0])
+_F = "rules.functional."
+
+
+def _ufunc_at_chain(a: Any, b: Any) -> Any:
+    """multiply.at then add.at, subtract.at and negative.at, each with repeated indices."""
+    from rules import functional as fn
+
+    y = fn.ufunc_at(a, _AT, b, ufunc=np.multiply)
+    y = fn.ufunc_at(y, _AT, b * b, ufunc=np.add)
+    y = fn.ufunc_at(y, np.array([1, 2, 1]), b[:3], ufunc=np.subtract)
+    return fn.ufunc_at(y, np.array([0, 0, 2]), ufunc=np.negative)
+
+
+def _functional_cases() -> dict[str, Case]:
+    from rules import functional as fn
+
+    return {
+        _F + "put_along_axis": Case(
+            lambda a, v: fn.put_along_axis(a, _IDX, v, axis=1) * a,
+            (n((2, 3)), n((2, 1), 1)),
+            (cn((2, 3)), cn((2, 1), 1)),
+        ),
+        _F + "fill_diagonal": Case(
+            lambda a, v: fn.fill_diagonal(a, v, wrap=True) * a,
+            (n((5, 2)), n((2,), 1)),
+            (cn((5, 2)), cn((2,), 1)),
+        ),
+        _F + "copyto": Case(
+            lambda a, v: fn.copyto(a, v, where=_MASK) * a,
+            (n((2, 3)), n((3,), 1)),
+            (cn((2, 3)), cn((3,), 1)),
+        ),
+        _F + "place": Case(
+            lambda a, v: fn.place(a, _MASK, v) * a,
+            (n((2, 3)), n((3,), 1)),
+            (cn((2, 3)), cn((3,), 1)),
+        ),
+        _F + "putmask": Case(
+            lambda a, v: fn.putmask(a, _MASK, v) * a,
+            (n((2, 3)), n((2,), 1)),
+            (cn((2, 3)), cn((2,), 1)),
+        ),
+        _F + "put": Case(
+            lambda a, v: fn.put(a, np.array([0, 7, 4, 1]), v, mode="wrap") * a,
+            (n((2, 3)), n((3,), 1)),
+            (cn((2, 3)), cn((3,), 1)),
+        ),
+        _F + "ufunc_at": Case(_ufunc_at_chain, (n((3,)), n((5,), 1)), (cn((3,)), cn((5,), 1))),
+    }
+
+
+CASES.update(_functional_cases())

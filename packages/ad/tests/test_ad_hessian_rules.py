@@ -107,7 +107,6 @@ def test_hessian_through_rules_matches_differences_of_the_gradient(name):
 #: ``test_reverse_over_reverse_gaps_are_still_gaps``.
 REVERSE_OVER_REVERSE_GAPS = {
     "einsum": "einsum's pullback edits its subscripts string (str.replace has no rule)",
-    "sort": "sort's pullback scatters with np.put_along_axis (no rule)",
 }
 
 

@@ -264,32 +264,45 @@ def _putmask_same(x):
     "f, x",
     [
         (_put_same, np.array([5.0, 2.0, 3.0, 4.0])),
-        (_put_local, np.array([5.0, 2.0, 3.0, 4.0])),
-        (_fill_zero_diagonal, np.array([[0.0, 1.0], [2.0, 0.0]])),
         (_copyto_masked, np.array([5.0, 2.0, 3.0, 4.0])),
         (_putmask_same, np.array([5.0, 2.0, 3.0, 4.0])),
     ],
     ids=lambda v: getattr(v, "__name__", ""),
 )
-def test_a_library_write_into_an_array_is_an_error_even_of_the_values_it_holds(f, x):
+def test_a_numpy_write_into_an_argument_is_an_error_even_of_the_values_it_holds(f, x):
     """The write leaves the values as they were but cuts the derivative of the entries
-    it wrote: the arrays a library call is given are read-only during the call, so it
-    is never a silent wrong gradient (it was, in every mode)."""
-    name = {_put_same: "put", _put_local: "put", _fill_zero_diagonal: "fill_diagonal"}
-    fname = name.get(f, "copyto" if f is _copyto_masked else "putmask")
+    it wrote, and the caller's array would change: refused before the write, in
+    every mode (it was a silent wrong gradient once)."""
     for run in (
         lambda x: ad.gradient(f, x),
         lambda x: ad.jvp(f, (x,), (np.ones_like(x),)),
-        lambda x: ad.hessian(f, x) if x.ndim == 1 else ad.gradient(f, x),
-        lambda x: ad.hessian_reverse(f, x) if x.ndim == 1 else ad.gradient(f, x),
+        lambda x: ad.hessian(f, x),
+        lambda x: ad.hessian_reverse(f, x),
     ):
         given = x.copy()
-        with pytest.raises(
-            ad.NoRuleError, match=rf"(?s)numpy.{fname}.*called at {HERE}:\d+.*writes into"
-        ):
+        with pytest.raises(ad.MutationError, match=rf"(?s){HERE}:\d+: 'x' is updated in place"):
             run(given)
-        assert given.flags.writeable  # the lock is released
+        assert given.flags.writeable
         np.testing.assert_array_equal(given, x)  # and nothing was written
+
+
+@pytest.mark.parametrize(
+    "f, x, want",
+    [
+        # a[0] is set to 5: its derivative is cut, the rest is 2a
+        (_put_local, np.array([5.0, 2.0, 3.0, 4.0]), np.array([0.0, 4.0, 6.0, 8.0])),
+        (_fill_zero_diagonal, np.array([[0.0, 1.0], [2.0, 0.0]]), np.array([[0, 2.0], [4.0, 0]])),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_a_numpy_write_into_a_local_array_cuts_the_derivative_it_overwrites(f, x, want):
+    """On an array the function made, the write is differentiated (``rules.functional``),
+    also where it leaves the values as they were."""
+    np.testing.assert_allclose(ad.gradient(f, x.copy())[0], want)
+    t = np.ones_like(x)
+    np.testing.assert_allclose(ad.jvp(f, (x.copy(),), (t,))[1], np.sum(want * t))
+    if x.ndim == 1:
+        np.testing.assert_allclose(ad.hessian(f, x.copy()), np.diag([0.0, 2.0, 2.0, 2.0]))
 
 
 def test_a_library_call_may_still_read_a_locked_array():

@@ -49,7 +49,9 @@ from ._rules_objects import (
     setitem,
     super_init,
 )
+from ._star_calls import rcall_star
 from ._state import Stateful, follow, unfollowed, unfollowed_call
+from ._writers import in_place, writer
 from .transform.anf import BINOPS, UNARYOPS
 
 __all__ = ["HELPERS"]
@@ -61,6 +63,7 @@ HELPERS: dict[str, Any] = {
     "_ad_rcall": _runtime.rcall,
     "_ad_rcall_masked": _runtime.rcall_masked,
     "_ad_rcall_kw": _runtime.rcall_kw,
+    "_ad_rcall_star": rcall_star,
     "_ad_acc": _runtime.acc,
     "_ad_Z": _Z,
     "_ad_NoTangent": _NO,
@@ -80,6 +83,9 @@ HELPERS: dict[str, Any] = {
     "_ad_setdict": setdict,
     "_ad_super_init": super_init,
     "_ad_setitem": setitem,
+    # numpy's in-place functions (transform.writers)
+    "_ad_writer": writer,
+    "_ad_in_place": in_place,
     "_ad_append": append,
     "_ad_next": _rules_iteration.next_of,
     "_ad_next_or": _rules_iteration.next_or,

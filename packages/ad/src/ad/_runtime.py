@@ -697,6 +697,8 @@ def _map_pullback(back: Callable, entry: Any, n_args: int, kwargs: dict | None) 
     spec = entry.spec
     pos = spec.positional
     n_bound = min(n_args, len(pos))
+    if kwargs is None and spec.vararg and tuple(spec.all_names) == (*pos, spec.vararg):
+        return _varargs_pullback(back, len(pos), n_args)
 
     def mapped_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
         if ONCE.expect is not None:
@@ -723,6 +725,25 @@ def _map_pullback(back: Callable, entry: Any, n_args: int, kwargs: dict | None) 
         return tuple(out)
 
     return mapped_pullback
+
+
+def _varargs_pullback(back: Callable, n_pos: int, n_args: int) -> Callable:
+    """``_map_pullback`` for ``def f(a, b, *rest)`` called with ``n_args`` positional
+    arguments (at least ``n_pos``): the cotangent of ``rest`` spread out."""
+    head = n_pos + 1
+
+    def varargs_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+        if ONCE.expect is not None:
+            _handoff(back, _once)
+        raw = back(ȳ)
+        extra = raw[head]
+        if type(extra) is tuple and len(extra) == n_args - n_pos:
+            return raw[:head] + extra
+        if isinstance(extra, AbstractZero):
+            return raw[:head] + (_Z,) * (n_args - n_pos)
+        return raw[:head] + tuple(extra[i] for i in range(n_args - n_pos))
+
+    return varargs_pullback
 
 
 _fast_module.RCALL.append(rcall)

@@ -205,7 +205,9 @@ def scope(forward: bool = False) -> Iterator[Pass]:
 
 
 _STATEFUL: dict[type, bool] = {}
-_PLAIN_MODULES = ("builtins", "numpy")
+#: modules whose objects are never followed by identity (arrays are written through
+#: their own operations, which ``ad._ownership`` guards)
+_PLAIN_MODULES = ("builtins", "numpy", "dask", "cupy")
 
 
 def stateful(obj: Any) -> bool:

@@ -1,7 +1,8 @@
 """rules: rrule/frule derivative rules for builtins, operator, math, cmath and numpy.
 
 Importing this package registers every rule with ``rulescore``; ``inventory()``
-lists the functions covered.
+lists the functions covered. ``rules.functional`` holds functional forms (with
+rules) of numpy's in-place functions (``np.put_along_axis``, ``ufunc.at``, ...).
 """
 
 from rulescore import register_lazy_rules
@@ -45,6 +46,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     _numpy_ufunc_methods,
     _operator,
     _sequences,
+    functional,
 )
 from ._inventory import inventory
 
@@ -67,4 +69,4 @@ register_lazy_rules("cupy", _array_libraries.register_cupy)
 # numpy.polynomial is a lazily imported submodule of numpy: its rules follow it.
 register_lazy_rules("numpy.polynomial.polynomial", "rules._numpy_polynomial_module")
 
-__all__ = ["inventory"]
+__all__ = ["functional", "inventory"]

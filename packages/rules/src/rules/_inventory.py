@@ -3,7 +3,8 @@
 The inventory lists the functions of the libraries ``rules`` covers
 (``builtins``, ``operator``, ``math``, ``cmath``, ``numpy``, ``numpy.linalg``,
 ``numpy.fft``, ``numpy.random``, the methods of ``numpy.ndarray`` and of numpy
-scalars, ``numpy.generic``, ``numpy.polynomial.polynomial``, and, where scipy is
+scalars, ``numpy.generic``, ``numpy.polynomial.polynomial``, ``rules.functional`` (the
+functional forms of numpy's in-place functions), and, where scipy is
 installed, ``scipy.special``, ``scipy.linalg``, ``scipy.stats``, ``scipy.signal`` and
 ``scipy.integrate``) that have an ``rrule`` or ``frule``,
 whoever registered them. Rules for other functions (a user's own, a test's, rulescore's
@@ -61,6 +62,7 @@ _SCIPY = (
 def _namespaces() -> dict[str, Any]:
     """``_NAMESPACES`` and scipy's, where scipy is installed (imported on first use)."""
     out = dict(_NAMESPACES)
+    out["rules.functional"] = importlib.import_module("rules.functional")
     for module in _SCIPY:
         try:  # scipy is optional (the rules[scipy] extra)
             out[module] = importlib.import_module(module)

@@ -46,6 +46,7 @@ from rulescore import NoTangent, Tangent, ZeroTangent, frule, rrule, unthunk
 from ._linalg_factor import _inv_gaps
 from ._linalg_util import dense, diag_embed, entries, is_zero, mH
 from ._util import asarray, project
+from .functional import put_along_axis
 
 __all__: list[str] = []
 
@@ -81,8 +82,9 @@ def _eig_cotangent(w: np.ndarray, v: np.ndarray, w̄, v̄) -> np.ndarray:
         W̄ = v̄ - v * np.real(g)[..., None, :]
         if np.iscomplexobj(W̄):
             k, vk = _largest_entries(v)
-            at_k = np.zeros_like(W̄)
-            np.put_along_axis(at_k, k, (1j * np.imag(g) / np.conj(vk))[..., None, :], axis=-2)
+            at_k = put_along_axis(
+                np.zeros_like(W̄), k, (1j * np.imag(g) / np.conj(vk))[..., None, :], -2
+            )
             W̄ = W̄ - at_k
         p̄ = p̄ + np.conj(_inv_gaps(w, _EIG, used=True)) * (mH(v) @ W̄)
     vh = mH(v)

@@ -29,9 +29,11 @@ built from the caller's variables by name) is refused.
 Ranges and grids are in :mod:`rules._numpy_ranges`, selection (``select``,
 ``choose``, ``piecewise``, ``round``, ``ptp``) in :mod:`rules._numpy_selection`;
 ``apply_along_axis`` in :mod:`rules._numpy_along_axis`; ``put_along_axis``
-writes in place and numpy has no functional form of it, so it has no rule
-(``take_along_axis`` has one). ``ndarray.clip`` shares ``np.clip``'s rule (in
-``_numpy_binary``).
+writes in place, so it has no rule itself: its functional form
+``rules.functional.put_along_axis`` (a new array; see :mod:`rules.functional`,
+which covers ``fill_diagonal``, ``copyto``, ``place``, ``putmask``, ``put`` and
+``ufunc.at`` too) has one, and ``take_along_axis`` has one. ``ndarray.clip`` shares
+``np.clip``'s rule (in ``_numpy_binary``).
 
 >>> import numpy as np
 >>> from rulescore import rrule, unthunk

@@ -36,6 +36,7 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from rulescore import NoTangent, ZeroTangent, frule, non_differentiable, rrule, unthunk
 
+from . import functional
 from ._numpy_linear import dense, project_nested, scatter_zeros
 from ._numpy_statistics import split_tangents
 from ._util import asarray, is_zero, project
@@ -169,8 +170,7 @@ def partition_rrule(a: Any, *args: Any, **kwargs: Any) -> Any:
             return (_NO, _ZERO, *rest)
         flat, axis = _partition_axis(asarray(a), args, kwargs)
         src = _source(flat, Ω, axis)
-        dx = scatter_zeros(flat, ȳ)
-        np.put_along_axis(dx, src, dense(ȳ, Ω), axis)
+        dx = functional.put_along_axis(scatter_zeros(flat, ȳ), src, dense(ȳ, Ω), axis)
         return (_NO, project_nested(a, dx.reshape(np.shape(a))), *rest)
 
     return Ω, partition_pullback
@@ -199,8 +199,7 @@ def sort_complex_rrule(a: Any) -> Any:
         if is_zero(ȳ):
             return (_NO, _ZERO)
         A = asarray(a)
-        dx = scatter_zeros(A, ȳ)
-        np.put_along_axis(dx, _source(A, Ω, -1), dense(ȳ, Ω), -1)
+        dx = functional.put_along_axis(scatter_zeros(A, ȳ), _source(A, Ω, -1), dense(ȳ, Ω), -1)
         return (_NO, project_nested(a, dx))
 
     return Ω, sort_complex_pullback

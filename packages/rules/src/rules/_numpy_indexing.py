@@ -31,6 +31,7 @@ from rulescore import (
     unthunk,
 )
 
+from . import functional
 from ._numpy_linear import (
     apply_adjoint,
     dense,
@@ -226,8 +227,8 @@ def _(a: Any, *rest: Any, **kw: Any) -> Any:
         ȳ = unthunk(ȳ)
         if isinstance(ȳ, AbstractZero):
             return (_NO, _ZERO, *nots)
-        dx = scatter_zeros(flat, ȳ)
-        np.put_along_axis(dx, perm, ȳ, axis)
+        # functional, not np.put_along_axis into dx: the AD differentiates it again
+        dx = functional.put_along_axis(scatter_zeros(flat, ȳ), perm, ȳ, axis)
         return (_NO, project_nested(a, dx.reshape(x.shape)), *nots)
 
     return y, sort_pullback

@@ -37,6 +37,7 @@ from .inlining import check_guards_after, guards_hold, has_rules, inline_helpers
 from .protocols import explicit_protocols
 from .reverse import generate
 from .source import constant_freevars, get_source, mark_derived, register_generated
+from .writers import spelled_as_rebinding
 
 _RULE_TABLE = rrule.table._rules
 
@@ -288,15 +289,17 @@ def front(
     as_init: bool | int = False,
     inactive: int = 0,
     inline: bool = True,
+    star_calls: bool = False,
 ) -> Front:
     """source -> fence -> desugar -> anf -> inlining -> holders -> activity, shared
     by reverse and forward mode.
 
     The positional parameters at the set bits of ``inactive`` are no seeds.
-    ``inline``: inline the small helpers ``f`` calls (see ``inlining``)."""
+    ``inline``: inline the small helpers ``f`` calls (see ``inlining``).
+    ``star_calls``: keep ``f(a, *b)`` a call (see ``anf.normalize``)."""
     src = get_source(f)
-    tree = check_supported(explicit_protocols(src.tree, f), src.filename)
-    anf = normalize(desugar(tree), src.filename)
+    tree = check_supported(spelled_as_rebinding(explicit_protocols(src.tree, f), f), src.filename)
+    anf = normalize(desugar(tree), src.filename, star_calls)
     written_roots = anf.written_roots  # type: ignore[attr-defined]
     if as_init:
         anf = returning_self(anf, int(as_init) - 1)
@@ -360,7 +363,7 @@ def _pipeline(
     inline: bool = True,
 ) -> tuple[Front, ast.FunctionDef]:
     # The pure form (second order) is differentiated again: it calls its helpers.
-    fr = front(f, closure_active, as_init, inactive, inline and not pure)
+    fr = front(f, closure_active, as_init, inactive, inline and not pure, not pure)
     freevars = f.__code__.co_freevars
     fwd = generate(
         fr.anf,

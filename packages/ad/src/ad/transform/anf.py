@@ -91,6 +91,8 @@ class _Normalizer:
         #: of the statement being normalised bind (see ``atom``).
         self.has_walrus = False
         self.walrus: frozenset[str] = frozenset()
+        #: Keep positional calls with ``*`` as calls (``normalize``'s ``star_calls``).
+        self.star_calls = False
 
     # --- helpers --------------------------------------------------------
 
@@ -279,6 +281,15 @@ class _Normalizer:
             return self.helper_call(
                 "_ad_next_or" if default else "_ad_next", [func, first, *default]
             )
+        if self.star_calls and not e.keywords:
+            # f(a, *b) kept as a call (first-order reverse mode: ``_ad_rcall_star``)
+            args = [
+                self.new(ast.Starred(self.atom(a.value, out), ast.Load()))
+                if isinstance(a, ast.Starred)
+                else self.atom(a, out)
+                for a in e.args
+            ]
+            return self.new(ast.Call(func=func, args=args, keywords=[]))
         if any(isinstance(a, ast.Starred) for a in e.args) or any(
             k.arg is None for k in e.keywords
         ):
@@ -696,15 +707,19 @@ def _set_load(node: ast.AST) -> None:
             n.ctx = ast.Load()  # type: ignore[attr-defined]
 
 
-def normalize(tree: ast.FunctionDef, filename: str) -> ast.FunctionDef:
+def normalize(tree: ast.FunctionDef, filename: str, star_calls: bool = False) -> ast.FunctionDef:
     """Return the A-normal form of ``tree`` (a new tree; ``tree`` is not modified).
 
     Leaf expressions (names, constants, operators) may be shared with the input.
+    ``star_calls``: a call with ``*`` arguments and no keywords stays a call, its
+    arguments atoms or ``Starred`` atoms (first-order reverse mode calls it with
+    ``_ad_rcall_star``); otherwise it becomes ``_ad_apply`` of a built tuple.
     """
     tree = copy.copy(tree)
     local, has_walrus = _local_names(tree)
     norm = _Normalizer(filename, tree.name, local)
     norm.has_walrus = has_walrus
+    norm.star_calls = star_calls
     norm.lineno = tree.lineno
     body = norm.stmts(tree.body)
     if not _always_returns(body):

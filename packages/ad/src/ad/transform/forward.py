@@ -52,6 +52,7 @@ from .guards import (
 )
 from .source import register_generated
 from .tracking import WriteMarks, ad_error_handler, caught_check, guard_with_body
+from .writers import in_place_form
 
 __all__ = ["build_forward", "generate_forward", "t"]
 
@@ -301,7 +302,7 @@ class _Gen:
         names = _targets(target)
         value = s.value
         if not value_is_active(value, self.active, self.plain):
-            return [plain(s), *self.zeros(names, line)]
+            return [plain(in_place_form(s)), *self.zeros(names, line)]
         if isinstance(value, ast.Lambda):
             return [s, *self.closure_tangent(names[0], value, line)]
         if isinstance(value, ast.Name):

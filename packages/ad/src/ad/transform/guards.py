@@ -15,6 +15,7 @@ from ._nodes import at
 from ._nodes import call as _call
 from .activity import all_nodes, stored_names
 from .anf import ITEM_UPDATE
+from .writers import WRITER_PREFIX
 
 __all__ = [
     "argument_write_guard",
@@ -62,7 +63,7 @@ def ownership_guard(
         label, container = item
         return [_own(first.id, label, container, active, filename, line, forward=forward)]
     arrays_only = False
-    if fn.startswith("_ad_iop_") or fn in _WRITERS:
+    if fn.startswith("_ad_iop_") or fn in _WRITERS or fn.startswith(WRITER_PREFIX):
         target = s.targets[0]
         if not (
             isinstance(first, ast.Name) and isinstance(target, ast.Name) and target.id == first.id
@@ -71,7 +72,7 @@ def ownership_guard(
         name = first.id
         # A parameter's container may be written (argument_write_guard judges
         # that), but an array the caller passed is the caller's too.
-        arrays_only = fn in _WRITERS and active and name in params
+        arrays_only = (fn in _WRITERS or fn.startswith(WRITER_PREFIX)) and active and name in params
     else:
         out = [k.value for k in value.keywords if k.arg == "out"]
         if not (out and isinstance(out[0], ast.Name) and out[0].id in local()):

@@ -55,6 +55,7 @@ from .guards import (
 from .inline import arithmetic, fast_helper, inline_adjoint, inline_op
 from .simplify import simplify_adjoint
 from .tracking import Track, WriteMarks, tracked_block, try_or_with
+from .writers import in_place_form
 
 __all__ = ["generate"]
 
@@ -563,7 +564,7 @@ class _Gen:
         if not value_is_active(value, self.active, self.plain_funcs):
             # An undifferentiated write in place must not reach what the tape saved.
             own = ownership_guard(s, False, self.params, self.local, self.filename)
-            return [*own, plain(s)], self.reset(tnames, line)
+            return [*own, plain(in_place_form(s))], self.reset(tnames, line)
         guard = argument_write_guard(
             value, self.active, self.params, self.mutable_params, self.filename, line
         )
@@ -600,9 +601,8 @@ class _Gen:
     def call(
         self, target: ast.expr, tnames: list[str], value: ast.Call, depth: int, line: int
     ) -> tuple[list, list]:
-        if any(isinstance(a, ast.Starred) for a in value.args) or any(
-            k.arg is None for k in value.keywords
-        ):
+        stars = sum(1 << i for i, a in enumerate(value.args) if type(a) is ast.Starred)
+        if (stars and value.keywords) or any(k.arg is None for k in value.keywords):
             raise self.error(
                 value,
                 "`*args`/`**kwargs` at a call whose arguments carry derivatives is not supported yet; pass the arguments explicitly",
@@ -614,7 +614,8 @@ class _Gen:
         func = value.func
         if isinstance(func, ast.Name) and func.id in active:
             inputs.append((0, func.id))
-        for i, a in enumerate(value.args):
+        atoms = [a.value if type(a) is ast.Starred else a for a in value.args]
+        for i, a in enumerate(atoms):
             if isinstance(a, ast.Name) and a.id in active:
                 inputs.append((i + 1, a.id))
         n_results = 1 + len(value.args)
@@ -623,8 +624,23 @@ class _Gen:
             for k in value.keywords
             if isinstance(k.value, ast.Name) and k.value.id in active
         ]
-        inline = None if self.pure else inline_op(value, target, line)
-        if inline is not None:
+        inline = None if self.pure or stars else inline_op(value, target, line)
+        if stars:
+            # f(a, *b): one call with the parts, the inactive ones as constants
+            inactive = sum(
+                1 << i
+                for i, a in enumerate(atoms)
+                if type(a) is _Constant or (type(a) is _Name and a.id not in active)
+            )
+            rcall = at(
+                _Call(
+                    _ln("_ad_rcall_star", line),
+                    [_const(stars, line), _const(inactive, line), func, *atoms],
+                    [],
+                ),
+                line,
+            )
+        elif inline is not None:
             # The adjoint handles tape entries (partials), so the helper may return
             # them instead of a pullback: it does for same-shape float arrays.
             rcall = at(_Call(_ln(fast_helper(func), line), value.args, []), line)
