@@ -26,7 +26,7 @@ from rulescore import (
     unthunk,
 )
 
-from ._forward import call_with, fcall
+from ._forward import call_with
 from ._state import deep
 from ._state import scope as state_scope
 from ._tracebacks import entry_point, hide_internals
@@ -80,11 +80,14 @@ def jvp(f: Callable, args: tuple, tangents: tuple, /, **kwargs: Any) -> tuple[An
         ts = tuple(
             _tangent_in(x, ṫ, f"argument {i + 1}") for i, (x, ṫ) in enumerate(zip(args, tangents))
         )
+        # The arguments in a tuple of the AD's own, as ``gradient(f, *args)`` holds them,
+        # and no reference left to the caller's: an argument ``f`` updates in place
+        # (``x *= 2``) is then accepted exactly when nothing the caller keeps (``args``
+        # itself included) would see the change (``ad._ownership``), as in reverse mode.
+        # Passed as one tuple, not unpacked into a call: no reference out of sight.
+        args = (*args,)
         with state_scope(forward=True), deep:  # one differentiation (see ad._state)
-            if kwargs:
-                y, ẏ = call_with(f, (_Z, *ts), tuple(args), kwargs, {k: _Z for k in kwargs})
-            else:
-                y, ẏ = fcall(f, (_Z, *ts), *args)
+            y, ẏ = call_with(f, (_Z, *ts), args, kwargs, {k: _Z for k in kwargs})
         return y, tangent_out(y, ẏ)
     except Exception as e:
         if hide_internals(e):  # Python 3.10: see ad._tracebacks

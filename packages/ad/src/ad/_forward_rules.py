@@ -427,6 +427,15 @@ def _(config: Any, ḟ: Any, l̇: Any, v̇: Any, lst: list, value: Any) -> Any:
     return lst, tan_list(*es, v̇)
 
 
+@frule.register(_helpers.append, config=ADConfig)
+def _(config: Any, ḟ: Any, ȯ: Any, v̇: Any, obj: object, value: Any) -> Any:
+    # anything but a list (a user class's method, a deque): the method itself,
+    # pushed forward as any call (a user object's fields follow by identity)
+    ȯ = merged_tangent(follow(obj), ȯ)  # followed by identity, as a method's receiver
+    fcall(obj.append, (ȯ, v̇), value)
+    return obj, ȯ
+
+
 @frule.register(follow, config=ADConfig)
 def _(config: Any, ḟ: Any, ȯ: Any, obj: Any) -> Any:
     return follow(obj), merged_tangent(obj, ȯ)

@@ -66,6 +66,8 @@ from . import (
     _plain_calls,
     _rules_containers,
     _rules_objects,
+    _runtime_checks,
+    _state,
     _wrappers,
 )
 from ._accumulate import acc
@@ -185,6 +187,12 @@ def directional(f: Any, ts: tuple, *args: Any) -> Any:
     return ẏ
 
 
+def tangent_of(f: Any, ts: tuple, *args: Any) -> Any:
+    """The tangent of ``f(*args)`` along ``ts``: the kernel whose gradient is a
+    second derivative along ``ts`` (``reverse_over_forward``'s ``rrule``)."""
+    return fcall_pair(f, ts, *args)[1]
+
+
 def weighted(f: Any, w: Any, ts: tuple, *args: Any) -> Any:
     """``w * y + ẏ``: ``withgradient``'s pullback differentiates it (value and gradient)."""
     y, ẏ = fcall_pair(f, ts, *args)
@@ -197,9 +205,15 @@ def weighted(f: Any, w: Any, ts: tuple, *args: Any) -> Any:
 def reverse_over_forward(kernel: Callable, seed: Any, *args: Any) -> tuple:
     """The cotangents ``(∂kernel, ∂args...)`` of ``kernel(*args)`` for the output
     cotangent ``seed``, where ``kernel`` runs forward mode: a second derivative.
-    (``nestlevel`` counts this frame as two levels of differentiation.)"""
-    _, pb = rcall(kernel, *args)
-    return pb(seed)
+    (``nestlevel`` counts this frame as two levels of differentiation.)
+
+    One reverse pass of its own (``ad._state``): a user object the pushforward
+    writes is followed by identity, its fields' tangents too (``_through_setattr``),
+    so a read through another name (the caller of a method that wrote ``self``)
+    differentiates the write."""
+    with _state.scope(over_forward=True):
+        _, pb = rcall(kernel, *args)
+        return pb(seed)
 
 
 # --- reverse mode over forward mode's dispatch --------------------------------
@@ -211,21 +225,37 @@ SELF_RRULES: dict[Any, Callable] = {}
 
 
 def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Callable]:
-    """``rrule`` of ``fcall(f, ts, *args)``: differentiate what the dispatch runs."""
+    """``rrule`` of ``fcall(f, ts, *args)``: differentiate what the dispatch runs.
+    A call that wrote an object followed by identity (``ad._state``) has a pullback
+    that runs even with no cotangent along its output (``Stateful``): the method
+    call ``p.scale(x)`` whose value is discarded hands on the write's derivative."""
+    n = _state.WRITES[0]
+    out, pb = _fcall_rrule_body(config, f, ts, *args)
+    if _state.WRITES[0] != n and type(pb) is not _state.Stateful:
+        return out, _state.Stateful(pb)
+    return out, pb
+
+
+def _fcall_rrule_body(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Callable]:
     n = len(args)
     zero_ts = all(t.__class__ in _forward._ZEROS for t in ts)
-    if zero_ts and (f.__class__ is not _FunctionType or f not in _forward.NO_SHORTCUT):
+    if (
+        zero_ts
+        and (f.__class__ is not _FunctionType or f not in _forward.NO_SHORTCUT)
+        and not _holds_tangents(f, args)
+    ):
         # Nothing is pushed forward: the value is f(*args), the tangent a constant zero.
         y, pb = rcall(f, *args)
+        by_identity = type(pb) is _state.Stateful
 
         def primal_pullback(ct: Any) -> tuple:
             ȳ, _ = _pair(ct)
-            if _is_zero(ȳ):
+            if _is_zero(ȳ) and not by_identity:
                 return (_NO, _Z, _Z, *([_Z] * n))
             cts = pb(ȳ)
             return (_NO, cts[0], _Z, *cts[1:])
 
-        return (y, _Z), primal_pullback
+        return (y, _Z), _state.keep_stateful(pb, primal_pullback)
 
     tf = type(f)
     if f in SELF_RRULES and _forward._hashable(f):
@@ -236,6 +266,11 @@ def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Calla
         route = _rules_objects.read_route(*args, f is _rules_objects.getattr_object)
         if route is not None:  # user code (a property's getter...): differentiate it
             return _through_route(route, ts)
+        p = _field_read_pass(f, args)
+        if p is not None:  # a field of an object written in this pass: by identity
+            return _through_field_read(f, p, ts, args)
+    elif f is _state.follow:
+        return _through_follow(ts, args)
     elif f is _rules_objects.setattr_ or f is _rules_objects.setattr_object:
         route = _rules_objects.write_route(*args, f is _rules_objects.setattr_object)
         if route is not None:
@@ -305,6 +340,17 @@ def _fcall_rrule(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, Calla
     )
 
 
+def _holds_tangents(f: Any, args: tuple) -> bool:
+    """Whether the reverse pass holds field tangents (``_through_setattr``) of an
+    argument or of the receiver of ``f``: a call with zero tangents along variables
+    may still read them, or write over them, so it is pushed forward."""
+    p = _state.current()
+    if p is None or not p.held:
+        return False
+    held = p.held
+    return id(getattr(f, "__self__", None)) in held or any(id(a) in held for a in args)
+
+
 def _tangent_class(f: Any) -> bool:
     """A ``Tangent`` type, built in a rule's body: linear in its entries."""
     return isinstance(f, type) and issubclass(f, Tangent)
@@ -339,7 +385,7 @@ def _fcall_gen_rrule(
             ts_ct = entries(raw[2], len(args) + 1, "tangents")
             return _fcall_gen_cts(raw[1], ts_ct, raw[3:], {}, (), ())
 
-        return out, self_pullback
+        return out, _state.keep_stateful(self_pb, self_pullback)
     owner = getattr(f, "__self__", None)
     if type(f) is types.BuiltinFunctionType and owner is not None:
         unbound = getattr(type(owner), f.__name__, None)
@@ -365,7 +411,7 @@ def _fcall_gen_rrule(
             kw_ts_cts = tuple(kw_ts_ct.get(k, _Z) for k in kwnames) if kw_ts_ct else (_Z,) * m
             return _fcall_gen_cts(f_ct, ts_ct, args_ct, kw or {}, kwnames, kw_ts_cts)
 
-        return out, plain_kw_pullback
+        return out, _state.keep_stateful(plain_pb, plain_kw_pullback)
     if not python and not all(_is_zero(t) for t in kw_ts):
         raise _unsupported(
             f"a keyword argument of {name} carries a derivative in forward mode, which "
@@ -380,7 +426,7 @@ def _fcall_gen_rrule(
             kw_ts_cts = tuple(kw_ts_ct[k] for k in kwnames)
             return _fcall_gen_cts(f_ct, ts_ct, args_ct, kw, kwnames, kw_ts_cts)
 
-        return out, python_kw_pullback
+        return out, _state.keep_stateful(pf_pb, python_kw_pullback)
     if all(_is_zero(t) for t in ts) and all(_is_zero(t) for t in kw_ts):
         y, pb = rcall_kw(f, args, kwargs)
         ẏ: Any = _Z
@@ -408,7 +454,7 @@ def _fcall_gen_rrule(
         f_ct = raw[0] if n_ts == 0 else _NO
         return _fcall_gen_cts(f_ct, ts_ct, args_ct, kw, kwnames, (_Z,) * m)
 
-    return (y, ẏ), fcall_gen_pullback
+    return (y, ẏ), _state.keep_stateful(pb, fcall_gen_pullback)
 
 
 def _through_method_kw(
@@ -436,7 +482,7 @@ def _through_method_kw(
         rest = (_tangents_ct(tuple(a[1:])), _tangents_ct(tuple(t[1:])), _NO, _NO, raw[7], raw[8])
         return (_NO, a[0], t[0], *rest)
 
-    return out, method_kw_pullback
+    return out, _state.keep_stateful(pb, method_kw_pullback)
 
 
 def _fcall_gen_cts(
@@ -500,11 +546,18 @@ def _through_linear(f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
     n = len(args)
     y, pb = rcall(f, *args)
     ẏ = _forward.fcall(f, ts, *args)[1]
+    tpb = pb
+    p = _state.current()
+    if p is not None and p.written and any(p.written.get(id(a)) is a for a in args):
+        # The value's pullback takes a read of an object followed by identity into the
+        # pass's store (``ad._state``); the tangents' cotangent goes along variables.
+        with _state.suspended():
+            tpb = rcall(f, *args)[1]
 
     def structural_pullback(ct: Any) -> tuple:
         ȳ, ẏ̄ = _pair(ct)
         args_ct = pb(ȳ)[1:] if not _is_zero(unthunk(ȳ)) else (_Z,) * n
-        ts_ct = pb(ẏ̄)[1:] if not _is_zero(unthunk(ẏ̄)) else (_Z,) * n
+        ts_ct = tpb(ẏ̄)[1:] if not _is_zero(unthunk(ẏ̄)) else (_Z,) * n
         return (_NO, _NO, _tangents_ct((_Z, *ts_ct)), *args_ct)
 
     return (y, ẏ), structural_pullback
@@ -543,7 +596,7 @@ def _through_apply(ts: tuple, args: tuple) -> tuple[Any, Callable]:
         ts_ct = (_Z, raw[2], _tangents_ct(ȧ_ct), _Z)
         return (_NO, _NO, _tangents_ct(ts_ct), raw[1], _tangents_ct(a_ct), kw_ct or _Z)
 
-    return out, apply_pullback
+    return out, _state.keep_stateful(pb, apply_pullback)
 
 
 def _through_append(ts: tuple, args: tuple) -> tuple[Any, Callable]:
@@ -602,24 +655,120 @@ def _through_route(route: tuple, ts: tuple, write: bool = False) -> tuple[Any, C
             return (_NO, _NO, t, args_ct[i], _NO, args_ct[-1])
         return (_NO, _NO, _tangents_ct((_Z, obj_t, _Z)), args_ct[i], _NO)
 
-    return out, attribute_protocol_pullback
+    return out, _state.keep_stateful(pb, attribute_protocol_pullback)
 
 
 def _through_setattr(f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
     """A plain field write ``obj.name = value`` pushed forward: the object's new
-    tangent is its old one with the field replaced by the value's (linear)."""
+    tangent is its old one with the field replaced by the value's (linear). Where
+    this pass follows the object by identity (a user object), the field's tangent
+    is held by identity too, for reads through other names (``_through_follow``,
+    ``_through_field_read``), as forward mode keeps it at first order."""
     obj, name, _ = args
     y, pb = rcall(f, *args)
     ẏ = _forward_rules._set_field(type(obj), ts[1], name, ts[3])
     field_pb = _rules_objects.field_pullback(name)
+    p = _state.tracked(obj) if _state.stateful(obj) else None
+    if p is not None:
+        _state.hold_tangent(p, obj, name, ts[3])
+    by_identity = type(pb) is _state.Stateful
 
     def setattr_pullback(ct: Any) -> tuple:
         ȳ, ṫ_ct = _pair(ct)
-        cts = pb(ȳ) if not _is_zero(ȳ) else (_NO, _Z, _NO, _Z)
+        cts = pb(ȳ) if by_identity or not _is_zero(ȳ) else (_NO, _Z, _NO, _Z)
         _, ȯ_ct, _, v̇_ct = field_pb(ṫ_ct)
+        if p is not None:
+            v̇_ct = acc(v̇_ct, _state.take_held(p, obj, name))
         return (_NO, _NO, _tangents_ct((_Z, ȯ_ct, _Z, v̇_ct)), cts[1], _NO, cts[3])
 
-    return (y, ẏ), setattr_pullback
+    return (y, ẏ), _state.keep_stateful(pb, setattr_pullback)
+
+
+def _merged_held(obj: Any, ȯ: Any, held: dict) -> Any:
+    """``obj``'s tangent ``ȯ`` with the field tangents held by identity over it."""
+    ȯ = unthunk(ȯ)
+    b = dict(ȯ._backing) if isinstance(ȯ, Tangent) else {}
+    for name, v̇ in held.items():
+        if _is_zero(v̇):
+            b.pop(name, None)
+        else:
+            b[name] = v̇
+    return Tangent[type(obj)]._from_backing(b) if b else _Z
+
+
+def _through_follow(ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    """``follow(obj)`` (the transform's mark after a call that may write ``obj``)
+    pushed forward: the object followed by identity in this reverse pass, and its
+    tangent with the field tangents held for it (written through any name)."""
+    (obj,) = args
+    y, pb = rcall(_state.follow, obj)
+    ȯ = ts[1]
+    p = _state.tracked(obj) if _state.stateful(obj) else None
+    held = dict(_state.held_tangents(p, obj) or {}) if p is not None else {}
+    ẏ = _merged_held(obj, ȯ, held) if held else ȯ
+    by_identity = type(pb) is _state.Stateful
+
+    def follow_pullback(ct: Any) -> tuple:
+        ȳ, ẏ̄ = _pair(ct)
+        cts = pb(ȳ) if by_identity or not _is_zero(ȳ) else (_NO, _Z)
+        ẏ̄ = unthunk(ẏ̄)
+        if held and isinstance(ẏ̄, Tangent):
+            rest = {}
+            for k, c in ẏ̄._backing.items():
+                if k in held:
+                    _state.deposit_held(p, obj, k, c)
+                else:
+                    rest[k] = c
+            ẏ̄ = type(ẏ̄)._from_backing(rest) if rest else _Z
+        return (_NO, _NO, _tangents_ct((_Z, ẏ̄)), cts[1])
+
+    return (y, ẏ), _state.keep_stateful(pb, follow_pullback)
+
+
+def _through_field_read(f: Any, p: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
+    """``obj.name`` of a user object this reverse pass follows by identity (written
+    in it), pushed forward: the value read by identity, its tangent the one held
+    for the field if a pushforward wrote it, else the field of ``obj``'s tangent."""
+    obj, name = args
+    y, pb = rcall(f, obj, name)
+    held = (_state.held_tangents(p, obj) or {}).get(name)
+    cls = type(obj)
+    if held is not None:
+        ẏ = held
+    else:
+        ȯ = unthunk(ts[1])
+        ẏ = getattr(ȯ, name) if isinstance(ȯ, Tangent) else _Z
+
+    def field_read_pullback(ct: Any) -> tuple:
+        ȳ, ẏ̄ = _pair(ct)
+        cts = pb(ȳ)
+        ẏ̄ = unthunk(ẏ̄)
+        ȯ_ct: Any = _Z
+        if _is_zero(ẏ̄):
+            pass
+        elif held is not None:
+            _state.deposit_held(p, obj, name, ẏ̄)
+        else:
+            ȯ_ct = Tangent[cls]._from_backing({name: ẏ̄})
+        return (_NO, _NO, _tangents_ct((_Z, ȯ_ct, _Z)), cts[1], _NO)
+
+    return (y, ẏ), field_read_pullback
+
+
+def _field_read_pass(f: Any, args: tuple) -> Any:
+    """The reverse pass following ``obj`` by identity, for a plain read of
+    ``obj.name`` (``args``) that ``_through_field_read`` takes; else None."""
+    if len(args) != 2 or not _state.stateful(args[0]):
+        return None
+    obj, name = args
+    p = _state.tracked(obj)
+    if p is None or type(obj) is super or type(name) is not str:
+        return None
+    try:
+        value = obj.__dict__[name]
+    except (AttributeError, KeyError, TypeError):
+        return None  # a class attribute, a slot, a method: the frule's cases
+    return p if not callable(value) else None
 
 
 def _through_super_init(init: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
@@ -632,7 +781,7 @@ def _through_super_init(init: Any, ts: tuple, args: tuple) -> tuple[Any, Callabl
         _, ts_ct, args_ct, _, _ = pb(ct)
         return (_NO, _NO, _tangents_ct((_Z, *ts_ct[1:])), *args_ct)
 
-    return out, super_init_pullback
+    return out, _state.keep_stateful(pb, super_init_pullback)
 
 
 def _through_init(cls: type, init: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
@@ -644,7 +793,7 @@ def _through_init(cls: type, init: Any, ts: tuple, args: tuple) -> tuple[Any, Ca
         _, ts_ct, args_ct, _, _ = pb(ct)
         return (_NO, _NO, _tangents_ct((_Z, *ts_ct[2:])), *args_ct[1:])
 
-    return out, init_pullback
+    return out, _state.keep_stateful(pb, init_pullback)
 
 
 def _through_kernel(kernel: Callable, ts: tuple, args: tuple) -> tuple[Any, Callable]:
@@ -657,7 +806,7 @@ def _through_kernel(kernel: Callable, ts: tuple, args: tuple) -> tuple[Any, Call
         raw = pb(ct)  # (kernel, *args, *tangents)
         return (_NO, _NO, _tangents_ct((_Z, *raw[1 + n :])), *raw[1 : 1 + n])
 
-    return out, kernel_pullback
+    return out, _state.keep_stateful(pb, kernel_pullback)
 
 
 def _through_frule(rule: Any, f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
@@ -691,7 +840,7 @@ def _through_frule(rule: Any, f: Any, ts: tuple, args: tuple) -> tuple[Any, Call
         ts_ct = raw[offset : offset + m]
         return (_NO, _NO, _tangents_ct(ts_ct), *raw[offset + m : offset + m + n])
 
-    return out, frule_pullback
+    return out, _state.keep_stateful(pb, frule_pullback)
 
 
 def _missing_tangents(ẏ: Any) -> tuple:
@@ -747,7 +896,7 @@ def _dunder_call(ts: tuple, args: tuple) -> Callable:
                 arg_cts[i], t_cts[i] = raw[3 + j], ts_ct[1 + j]
             return (_NO, _NO, _tangents_ct((_Z, *t_cts)), *arg_cts)
 
-        return out, dunder_pullback
+        return out, _state.keep_stateful(pb, dunder_pullback)
 
     return call
 
@@ -763,7 +912,7 @@ def _through_method(func: Any, owner: Any, ts: tuple, args: tuple) -> tuple[Any,
         owner_ct = raw[3]
         return (_NO, owner_ct, _tangents_ct(ts_ct[1:]), *raw[4 : 4 + n])
 
-    return out, method_pullback
+    return out, _state.keep_stateful(pb, method_pullback)
 
 
 def _pushforward_call(
@@ -818,7 +967,7 @@ def _pushforward_call(
         kw_ts_ct = {k: dt_ct[index[k]] if k in named else kw_entry(star_ct, k) for k in kwargs}
         return f_ct, (df_ct, *arg_ts_ct), tuple(raw[1 : 1 + n]), kw, kw_ts_ct
 
-    return out, pushforward_pullback
+    return out, _state.keep_stateful(pb, pushforward_pullback)
 
 
 def _through_wrapper(
@@ -839,7 +988,7 @@ def _through_wrapper(
         ts_ct[0] = _wrappers.wrapper_tangent(f, ts_ct[0])
         return (cts[0], _wrappers.wrapper_tangent(f, cts[1]), _tangents_ct(tuple(ts_ct)), *cts[3:])
 
-    return (y, ẏ), wrapper_pullback
+    return (y, ẏ), _state.keep_stateful(pb, wrapper_pullback)
 
 
 def _through_vectorize(config: Any, v: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
@@ -865,7 +1014,7 @@ def _through_vectorize(config: Any, v: Any, ts: tuple, args: tuple) -> tuple[Any
             *entries(raw[6], n, "np.vectorize's arguments"),
         )
 
-    return out, vectorize_pullback
+    return out, _state.keep_stateful(pb, vectorize_pullback)
 
 
 def _through_pushforward(f: types.FunctionType, ts: tuple, args: tuple) -> tuple[Any, Callable]:
@@ -875,7 +1024,7 @@ def _through_pushforward(f: types.FunctionType, ts: tuple, args: tuple) -> tuple
         f_ct, ts_ct, args_ct, _, _ = pb(ct)
         return (_NO, f_ct, _tangents_ct(ts_ct), *args_ct)
 
-    return out, pushforward_pullback
+    return out, _state.keep_stateful(pb, pushforward_pullback)
 
 
 def _closure_ct(gen_ct: Any, own: frozenset) -> Any:
@@ -896,6 +1045,65 @@ def _(config: Any, f: Any, ts: tuple, *args: Any) -> Any:
     return _fcall_rrule(config, f, ts, *args)
 
 
+# The kernels ``reverse_over_forward`` runs have rules of their own, so that the
+# pushforward runs in the kernel's reverse pass (a kernel's body, differentiated as
+# ad's own code, would run with no pass: ``ad._state.suspended``).
+
+
+def _first_entry(y: Any, ẏ: Any) -> tuple[Any, Any, Callable]:
+    """``(y[0], ẏ[0], to_pair_ct)`` when ``f`` returned a tuple (the value and the
+    tangent the kernels use), else ``(y, ẏ, to_pair_ct)``; ``to_pair_ct(ȳ, ẏ̄)``
+    is the cotangent of ``(y, ẏ)`` from those of the entries used."""
+    if type(y) is not tuple:
+        return y, ẏ, lambda ȳ, ẏ̄: _tangents_ct((ȳ, ẏ̄))
+    n = len(y)
+    parts, split_pb = rcall(_forward.split, ẏ, n)
+
+    def to_pair_ct(ȳ: Any, ẏ̄: Any) -> Any:
+        y_ct = _tangents_ct((ȳ, *([_Z] * (n - 1))))
+        ẏ_ct = _Z if _is_zero(ẏ̄) else split_pb(_tangents_ct((ẏ̄, *([_Z] * (n - 1)))))[1]
+        return _tangents_ct((y_ct, ẏ_ct))
+
+    return y[0], parts[0], to_pair_ct
+
+
+@rrule.register(directional, config=ADConfig)
+def _(config: Any, f: Any, ts: tuple, *args: Any) -> Any:
+    (y, ẏ), pb = _fcall_rrule(config, f, ts, *args)
+    _, ẏ, to_pair_ct = _first_entry(y, ẏ)
+
+    def directional_pullback(c̄: Any) -> tuple:
+        return pb(to_pair_ct(_Z, c̄))
+
+    return ẏ, _state.keep_stateful(pb, directional_pullback)
+
+
+@rrule.register(tangent_of, config=ADConfig)
+def _(config: Any, f: Any, ts: tuple, *args: Any) -> Any:
+    (_, ẏ), pb = _fcall_rrule(config, f, ts, *args)
+
+    def tangent_of_pullback(c̄: Any) -> tuple:
+        return pb(_tangents_ct((_Z, c̄)))
+
+    return ẏ, _state.keep_stateful(pb, tangent_of_pullback)
+
+
+@rrule.register(weighted, config=ADConfig)
+def _(config: Any, f: Any, w: Any, ts: tuple, *args: Any) -> Any:
+    (y, ẏ), pb = _fcall_rrule(config, f, ts, *args)
+    y, ẏ, to_pair_ct = _first_entry(y, ẏ)
+    wy, mul_pb = rcall(operator.mul, w, y)
+    out, add_pb = rcall(operator.add, wy, ẏ)
+
+    def weighted_pullback(c̄: Any) -> tuple:
+        _, wy_ct, ẏ̄ = add_pb(c̄)
+        _, w_ct, ȳ = mul_pb(wy_ct)
+        raw = pb(to_pair_ct(ȳ, ẏ̄))  # (fcall, f, ts, *args)
+        return (_NO, raw[1], w_ct, *raw[2:])
+
+    return out, _state.keep_stateful(pb, weighted_pullback)
+
+
 def _ffast_rrule(op: Callable) -> Callable:
     def ffast_rrule(config: Any, a: Any, b: Any, ȧ: Any, ḃ: Any) -> Any:
         out, pb = _fcall_rrule(config, op, (_Z, ȧ, ḃ), a, b)
@@ -905,7 +1113,7 @@ def _ffast_rrule(op: Callable) -> Callable:
             ts_ct = entries(raw[2], 3, "tangents")
             return (_NO, raw[3], raw[4], ts_ct[1], ts_ct[2])
 
-        return out, ffast_pullback
+        return out, _state.keep_stateful(pb, ffast_pullback)
 
     return ffast_rrule
 
@@ -925,7 +1133,7 @@ def _(config: Any, a: Any, ȧ: Any) -> Any:
         ts_ct = entries(raw[2], 2, "tangents")
         return (_NO, raw[3], ts_ct[1])
 
-    return out, ffast_neg_pullback
+    return out, _state.keep_stateful(pb, ffast_neg_pullback)
 
 
 # --- tangent plumbing: linear maps ---------------------------------------------
@@ -1173,12 +1381,6 @@ def _(config: Any, a: AbstractZero) -> Any:
     return a, lambda ȳ: (_NO, _Z)
 
 
-def tangent_of(f: Any, ts: tuple, *args: Any) -> Any:
-    """The tangent of ``f(*args)`` along ``ts``: the kernel whose gradient is a
-    second derivative along ``ts`` (``reverse_over_forward``'s ``rrule``)."""
-    return fcall_pair(f, ts, *args)[1]
-
-
 @rrule.register(reverse_over_forward, config=ADConfig)
 def _(config: Any, kernel: Callable, seed: Any, *args: Any) -> Any:
     """Reverse mode over ``vjp = (∂kernel, ∂args) = J(args)ᵀ seed``, itself reverse mode
@@ -1227,6 +1429,9 @@ frule.register(reverse_over_forward, config=ADConfig)(_reverse_over_forward_frul
 # --- plumbing that rule bodies use ----------------------------------------------------
 
 non_differentiable(_forward.is_zero)
+# A check in generated code (reverse over a pushforward that writes an argument):
+# run as it is, so that it sees the pass that follows the object by identity.
+non_differentiable(_runtime_checks.argument_write)
 # A rule body that dispatches to another rule (rrule(g, ...), frule(...)) and is
 # differentiated again: which rule wins carries no derivative; the rule it returns
 # is then differentiated as any function is.

@@ -56,6 +56,7 @@ from ._config import ADConfig
 from ._state import followed, stateful
 from .errors import MutationError
 from .transform import PURE_PREFIX
+from .transform._nodes import NO_VALUE
 
 __all__ = ["own"]
 
@@ -100,6 +101,25 @@ def _calibrate() -> tuple[int, int]:
 
 
 _ALONE, _BASE_ALONE = _calibrate()
+
+
+def _keyword_copies() -> int:
+    """The references CPython's call machinery holds, out of sight of any frame, to
+    each positional argument of a call ``g(*args, k=v)`` while ``g`` runs (3.11:
+    ``_PyStack_UnpackDict`` copies the positional arguments into a new array):
+    measured here, since it depends on the interpreter."""
+
+    def with_keyword(x: Any, *, k: Any) -> int:
+        return sys.getrefcount(x)
+
+    def plain(x: Any) -> int:
+        return sys.getrefcount(x)
+
+    t = (object(),)
+    return with_keyword(*t, k=None) - plain(*t)
+
+
+_KEYWORD_COPIES = _keyword_copies()
 
 
 def own(
@@ -186,11 +206,15 @@ def _slow(
         found.internal += of_base.internal
     if active:
         if found.users or unexplained > 0:
+            if not found.users:
+                found.callers(frame)
             raise MutationError(_shared_message(name, site, found.users))
         return x
     if not found.internal:
         return x  # plain Python, and nothing the backward pass keeps sees it
     if found.users or unexplained > 0:
+        if not found.users:
+            found.callers(frame)
         raise MutationError(_saved_message(name, site, found.users))
     return x.copy() if isinstance(x, _ndarray) else copy.copy(x)
 
@@ -238,13 +262,17 @@ class _Holders:
         """Count the AD's references (unless not ``internal``) and name the user's
         holders, in the generated and runtime frames from ``frame`` outwards."""
         first = True
+        callee: types.FrameType | None = None  # the generated frame this one called
         while frame is not None:
             code = frame.f_code
             generated = code.co_name in _GENERATED
             if generated or code.co_filename.startswith(_INTERNAL):
                 own_codes = {id(c) for c in code.co_consts if isinstance(c, types.CodeType)}
                 free = code.co_freevars  # cells of an enclosing frame: counted there, if at all
-                for k, v in _locals(frame):
+                variables = _locals(frame)
+                if internal and callee is not None and not generated:
+                    self.internal += _keyword_call_copies(self.target, callee, variables)
+                for k, v in variables:
                     if k in free:
                         continue
                     if (
@@ -259,6 +287,22 @@ class _Holders:
                     elif self.holds(v, 3):
                         self.users.append(k if first else f"{k} (in {_where(frame)})")
                 first = first and not generated
+            callee = frame if generated else None
+            frame = frame.f_back
+
+    def callers(self, frame: types.FrameType | None, limit: int = 3) -> None:
+        """Name the holders among the variables of the first ``limit`` frames of
+        code that is not differentiated (the caller of ``ad.gradient``, ``ad.jvp``,
+        ...), for an error: they see an in-place update after the call."""
+        while frame is not None and limit > 0:
+            code = frame.f_code
+            if code.co_name not in _GENERATED and not code.co_filename.startswith(_INTERNAL):
+                limit -= 1
+                for k, v in _locals(frame):
+                    if not k.startswith("@") and self.holds(v, 3):
+                        self.users.append(f"{k} (in {_where(frame)})")
+                if self.users:
+                    return
             frame = frame.f_back
 
     def count(self, v: Any, depth: int, own_codes: set[int]) -> None:
@@ -340,6 +384,30 @@ class _Holders:
         return any(self.holds(e, depth - 1) for e in _fields(v))
 
 
+def _keyword_call_copies(target: Any, callee: types.FrameType, variables: list) -> int:
+    """The references out of sight of any frame that the call of the generated
+    ``callee`` made by this frame (``call_function``, whose ``variables`` these
+    are: ``fwd(*args, ...)``) holds to ``target``: ``_KEYWORD_COPIES`` per time
+    ``target`` is a positional argument, when the call passed keywords (forward
+    mode's tangents, ``_ad_nv``, the user's keywords)."""
+    if not _KEYWORD_COPIES:
+        return 0
+    mine = dict(variables)
+    args = mine.get("args")
+    if type(args) is not tuple or not any(a is target for a in args):
+        return 0
+    code = callee.f_code
+    kwonly = code.co_varnames[code.co_argcount : code.co_argcount + code.co_kwonlyargcount]
+    keywords = (
+        "_ad_dt" in kwonly  # forward mode: the tangents, always by keyword
+        or bool(mine.get("kwargs"))
+        or (NO_VALUE in kwonly and dict(_locals(callee)).get(NO_VALUE) is True)
+    )
+    if not keywords:
+        return 0
+    return _KEYWORD_COPIES * sum(1 for a in args if a is target)
+
+
 _SLOTS: dict[type, tuple[str, ...]] = {}
 
 
@@ -391,7 +459,12 @@ def _shared_message(name: str, site: str, users: list[str]) -> str:
         "sees the change, which the AD cannot follow (it differentiates the update as a new "
         f"value of {name!r}).\n"
         f"To fix: write {name} = {name} <op> ... (a new object) and use the new value "
-        f"where you need it, or copy first ({name} = {name}.copy())."
+        f"where you need it, or copy first ({name} = {name}.copy())"
+        + (
+            ", or pass a copy the caller does not keep (f(x.copy()), ad.gradient(f, x.copy()))."
+            if any("(in the caller" in u for u in users)
+            else "."
+        )
     )
 
 

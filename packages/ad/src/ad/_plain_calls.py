@@ -42,6 +42,7 @@ here runs on a fast path.
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import sys
@@ -185,7 +186,13 @@ def derivative_free(v: Any, depth: int = 0) -> bool:
         return v.dtype.kind in "biuSUmM"
     if depth >= _DEPTH:
         return False
-    if t is list or t is set or t is frozenset or (isinstance(v, tuple) and _no_dict(v)):
+    if (
+        t is list
+        or t is set
+        or t is frozenset
+        or t is collections.deque
+        or (isinstance(v, tuple) and _no_dict(v))
+    ):
         return all(derivative_free(e, depth + 1) for e in v)
     if t is dict:
         return all(
@@ -260,7 +267,7 @@ class _Snapshot:
             t = type(v)
             if t in _UNCHANGEABLE:
                 continue
-            if t is list or t is set or t is dict or isinstance(v, (list, dict, set)):
+            if t is list or t is set or t is dict or isinstance(v, _CONTAINERS):
                 before.append((i, v, _entries(v)))
             elif np is not None and t is np.ndarray:
                 if v.dtype.kind in "fcO" and v.flags.writeable:
@@ -285,7 +292,7 @@ class _Snapshot:
             if np is not None and type(v) is np.ndarray:
                 if not _same_array(v, old):
                     return i, v  # a float array's values: they carry derivatives
-            elif isinstance(v, (list, dict, set)):
+            elif isinstance(v, _CONTAINERS):
                 new = _entries(v)
                 if not _same_entries(old, new) and not derivative_free(v):
                     return i, v
@@ -294,6 +301,10 @@ class _Snapshot:
                     if old.get(k, _MISSING) is not e and not derivative_free(e):
                         return i, v
         return None
+
+
+#: The containers whose entries a library call may change (a deque is a list to it).
+_CONTAINERS = (list, dict, set, collections.deque)
 
 
 def _entries(v: Any) -> tuple:

@@ -42,6 +42,7 @@ from rulescore import (
 
 from ._accumulate import acc
 from ._config import ADConfig
+from ._rules_objects import _NOT_FOUND, _class_attr, _descriptor_plan, _python_slot
 
 __all__ = ["may_write"]
 
@@ -67,13 +68,19 @@ _PLAIN_MODULES = ("builtins", "math", "cmath", "numpy", "operator", "scipy")
 _MAY_WRITE: dict[types.CodeType, bool] = {}
 
 
-def may_write(fn: Any, depth: int = 4) -> bool:
+def may_write(fn: Any, depth: int = 4, kinds: Any = ()) -> bool:
     """Whether calling ``fn`` may write state that the code after the call reads
     (conservative: a method call, a call of a user class or callable object, or
-    more than ``depth`` nested Python calls count as writes)."""
+    more than ``depth`` nested Python calls count as writes). An attribute read
+    may run a Python getter (a property, a descriptor's ``__get__``,
+    ``__getattr__``, ``__getattribute__``) that writes, such as a property that
+    counts its reads or fills a cache: the getters of the classes ``fn`` can
+    reach (its globals' and captured objects', and ``kinds``, the types of the
+    values it will be called with) are checked as ``fn``'s own code is."""
     if isinstance(fn, functools.partial):
         parts = (*fn.args, *fn.keywords.values())
-        return may_write(fn.func, depth) or any(map(_callable_may_write, parts))
+        kinds = (*kinds, *map(type, parts))
+        return may_write(fn.func, depth, kinds) or any(map(_callable_may_write, parts))
     fn = getattr(fn, "__func__", fn)  # a bound method: its function
     if type(fn) is not types.FunctionType:
         call = next(
@@ -93,6 +100,90 @@ def may_write(fn: Any, depth: int = 4) -> bool:
         if len(_MAY_WRITE) >= 1024:  # bounded: code made per call leaves
             _MAY_WRITE.clear()
         _MAY_WRITE[code] = known
+    return known or _reads_may_write(fn, code, depth, kinds)
+
+
+def _reads_may_write(fn: types.FunctionType, code: types.CodeType, depth: int, kinds: Any) -> bool:
+    """Whether an attribute that ``fn`` (or a Python function it calls) reads runs a
+    getter that may write, on the classes it can reach: ``kinds`` and those of the
+    objects its globals and captured variables hold (and hold in a list, tuple or
+    dict). Not cached with ``fn``'s code: the objects a closure captures change."""
+    if depth == 0:
+        return True
+    names = _attributes(code)
+    values = _names(fn, code).values() if names or code.co_names or code.co_freevars else ()
+    if names:
+        seen = set(kinds)
+        for v in values:
+            _add_kinds(v, seen)
+        if any(_getter_writes(k, names, depth) for k in seen):
+            return True
+    return any(
+        type(v) is types.FunctionType and _reads_may_write(v, v.__code__, depth - 1, kinds)
+        for v in values
+    )
+
+
+def _add_kinds(v: Any, seen: set) -> None:
+    if isinstance(v, (list, tuple)):
+        seen.update(map(type, v[:16]))
+    elif type(v) is dict:
+        seen.update(type(e) for _, e in zip(range(16), v.values()))
+    if not isinstance(v, (types.FunctionType, types.ModuleType, type)):
+        seen.add(type(v))
+
+
+_ATTRIBUTES: dict[types.CodeType, frozenset] = {}
+_GETTERS: dict[tuple, bool] = {}
+
+
+def _attributes(code: types.CodeType) -> frozenset:
+    """The attribute names ``code`` (or a lambda or comprehension in it) reads:
+    ``o.name``, and the constant strings of ``getattr(o, "name")``."""
+    found = _ATTRIBUTES.get(code)
+    if found is None:
+        out: set = set()
+        consts = "getattr" in code.co_names
+        for ins in dis.get_instructions(code):
+            if ins.opname == "LOAD_ATTR" or (consts and ins.opname == "LOAD_CONST"):
+                if isinstance(ins.argval, str):
+                    out.add(ins.argval)
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                out |= _attributes(c)
+        found = frozenset(out)
+        if len(_ATTRIBUTES) >= 1024:  # bounded: code made per call leaves
+            _ATTRIBUTES.clear()
+        _ATTRIBUTES[code] = found
+    return found
+
+
+def _getter_writes(cls: type, names: frozenset, depth: int) -> bool:
+    """Whether reading one of ``names`` on an instance of ``cls`` runs a Python
+    getter that may write (``may_write``, with ``cls`` for its ``self``)."""
+    if (getattr(cls, "__module__", "") or "").split(".")[0] in _PLAIN_MODULES:
+        return False
+    key = (cls, names)
+    known = _GETTERS.get(key)
+    if known is None:
+        getters = []
+        custom = _python_slot(cls, "__getattribute__")
+        if custom is not None:
+            getters.append(custom)
+        fallback = _python_slot(cls, "__getattr__")
+        for name in names:
+            attr = _class_attr(cls.__mro__, name)
+            if attr is _NOT_FOUND:
+                if fallback is not None:
+                    getters.append(fallback)
+                continue
+            plan = _descriptor_plan(attr)
+            if plan is not None and type(plan[1]) is types.FunctionType:
+                getters.append(plan[1])
+        known = any(may_write(g, depth - 1, (cls,)) for g in getters)
+        if len(_GETTERS) >= 1024:  # bounded: classes made per call leave
+            _GETTERS.clear()
+        _GETTERS[key] = known
     return known
 
 
@@ -140,7 +231,7 @@ def _key_calls(config: Any, key: Any, items: list) -> tuple[list, list | None]:
     """``key`` of each item, in order; the pullbacks when it is called through ad."""
     if key is None:
         return items, None
-    if not may_write(key):
+    if not may_write(key, kinds=set(map(type, items))):
         return [key(v) for v in items], None
     keys, pbs = [], []
     for v in items:
@@ -214,7 +305,7 @@ def _key_tangents(config: Any, key: Any, k̇: Any, items: list, ṫs: list) -> l
     """``key`` of each item, in order, called through ad when it may write."""
     if key is None:
         return items
-    if not may_write(key):
+    if not may_write(key, kinds=set(map(type, items))):
         return [key(v) for v in items]
     return [frule_via_ad(config, (k̇, ṫ), key, v)[0] for v, ṫ in zip(items, ṫs)]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import operator
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,7 @@ from rulescore import (
     NoTangent,
     Tangent,
     ZeroTangent,
+    non_differentiable,
     rrule,
     unthunk,
 )
@@ -28,6 +30,7 @@ from . import _runtime
 from ._config import ADConfig
 from ._cotangents import entries, from_list_ct, np_module
 from ._dunders import defines_inplace
+from ._runtime_checks import _carries_derivative
 from ._state import (
     current,
     follow,
@@ -43,10 +46,13 @@ from ._state import (
     tracked,
     write_pullback,
 )
+from ._tracebacks import internal_file
 from .errors import CotangentShapeError, MutationError
+from .transform import PURE_PREFIX
 
 _Z = ZeroTangent()
 _NO = NoTangent()
+_GENERATED = frozenset(["_ad_fwd", PURE_PREFIX + "fwd"])
 
 __all__ = [
     "append",
@@ -361,6 +367,7 @@ def _(config: Any, obj: Any, name: str, value: Any) -> Any:
     route = write_route(obj, name, value)
     if route is not None:
         return _write_through(*route)
+    reverse_over_reverse_write(obj, name, value)
     setattr(obj, name, value)
     return obj, _setattr_pullback(obj, name)
 
@@ -370,14 +377,55 @@ def _(config: Any, obj: Any, name: str, value: Any) -> Any:
     route = write_route(obj, name, value, True)
     if route is not None:
         return _write_through(*route)
+    reverse_over_reverse_write(obj, name, value)
     object.__setattr__(obj, name, value)
     return obj, _setattr_pullback(obj, name)
 
 
 @rrule.register(setdict, config=ADConfig)
 def _(config: Any, obj: Any, name: str, value: Any) -> Any:
+    reverse_over_reverse_write(obj, name, value)
     obj.__dict__[name] = value
     return obj, _setattr_pullback(obj, name)
+
+
+def reverse_over_reverse_write(obj: Any, name: str, value: Any) -> None:
+    """Refuse, naming the user's line, an attribute write that reverse mode
+    differentiates again (``ad.hessian_reverse``): there the rule above is itself
+    differentiated, along variables, and the object it writes in place is not its
+    output. At first order (and under ``ad.hessian``) the rule runs as plain
+    Python, called from a rule's frame, not from generated code."""
+    if not _carries_derivative(value):
+        return
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename != __file__:
+        frame = frame.f_back  # the calls between a rule body's generated code and here
+    if frame is None:
+        return
+    code = frame.f_code
+    if code.co_name not in _GENERATED or "_ad_dt" in code.co_varnames:
+        return
+    raise MutationError(
+        f"{_user_site()}: writing the attribute {name!r} of a {type(obj).__name__} "
+        "is differentiated twice in reverse mode (ad.hessian_reverse), which follows "
+        "objects along variables only and cannot follow this in-place write.\n"
+        "To fix: use ad.hessian (forward over reverse), which follows objects, or "
+        "compute the value without writing it into the object for this derivative."
+    )
+
+
+non_differentiable(reverse_over_reverse_write)
+
+
+def _user_site() -> str:
+    """file:line of the innermost generated frame of the user's code."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name in _GENERATED and not internal_file(code.co_filename):
+            return f"{code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return _runtime.call_site()
 
 
 def _setattr_pullback(obj: Any, name: str) -> Callable:
@@ -653,6 +701,24 @@ def _(config: Any, lst: list, value: Any) -> Any:
         return (_NO, list(cts[:n]) if n else _Z, cts[n])
 
     return lst, append_pullback
+
+
+@rrule.register(append, config=ADConfig)
+def _(config: Any, obj: object, value: Any) -> Any:
+    """``obj.append(v)`` on anything but a list (a user class's method, a deque):
+    the method itself, differentiated as any call is (from its source, by its rule,
+    or as plain Python under ``_plain_calls``' checks). The helper's output is
+    ``obj`` again: its cotangent passes through, plus what the method's reads of
+    its receiver give."""
+    # followed by identity from here, as the receiver of any method call is
+    obj, fpb = _follow_rule(config, obj)
+    _, pb = _runtime.rcall(obj.append, value)
+
+    def method_append_pullback(ȳ: Any) -> tuple:
+        dm, dv = pb(_Z)  # the method's value (None) carries no cotangent
+        return (_NO, fpb(_runtime.acc(ȳ, dm))[1], dv)
+
+    return obj, keep_stateful(fpb, keep_stateful(pb, method_append_pullback))
 
 
 def inplace_helper(op: str) -> Callable:

@@ -97,14 +97,31 @@ class Pass:
     """One differentiation: the objects written in it (by id, held so the ids
     stay theirs), the cotangents of their fields, and their fields' tangents."""
 
-    __slots__ = ("captured", "forward", "store", "tangents", "written")
+    __slots__ = (
+        "captured",
+        "forward",
+        "held",
+        "held_store",
+        "over_forward",
+        "store",
+        "tangents",
+        "written",
+    )
 
-    def __init__(self, forward: bool) -> None:
+    def __init__(self, forward: bool, over_forward: bool = False) -> None:
         self.forward = forward  # a forward-mode pass (jvp): it keeps tangents
+        # a reverse pass over forward mode's code (``ad._nested.reverse_over_forward``):
+        # it keeps the pushforward's tangents by identity (``held``) as well
+        self.over_forward = over_forward
         self.captured = False  # it follows a captured or global holder (CAPTURED_WRITTEN)
         self.written: dict[int, Any] = {}
         self.store: dict[int, dict[str, Any]] = {}
         self.tangents: dict[int, dict[str, Any]] = {}
+        # Reverse over forward (``ad._nested``): the tangents a pushforward wrote into
+        # fields by identity, which this reverse pass differentiates, and the
+        # cotangents that reads of them deposit for the writes to take.
+        self.held: dict[int, dict[str, Any]] = {}
+        self.held_store: dict[int, dict[str, Any]] = {}
 
     def mark(self, obj: Any) -> bool:
         """Note a write to ``obj``; whether it is the object's first."""
@@ -116,6 +133,10 @@ class Pass:
 
     def follow(self, obj: Any) -> bool:
         """Follow ``obj`` by identity from now on; whether it is its first time."""
+        if self.over_forward and not stateful(obj):
+            # Reverse over forward keeps user objects' field tangents by identity
+            # (``hold_tangent``), not yet containers' items: those follow variables.
+            return False
         if id(obj) in CAPTURED_WRITTEN:
             self.captured = True
         if self.forward:
@@ -189,12 +210,13 @@ deep = _Deep()
 
 
 @contextlib.contextmanager
-def scope(forward: bool = False) -> Iterator[Pass]:
-    """One differentiation's pass (nested ones get their own)."""
+def scope(forward: bool = False, over_forward: bool = False) -> Iterator[Pass]:
+    """One differentiation's pass (nested ones get their own; ``over_forward``:
+    see ``Pass``)."""
     stack = getattr(_LOCAL, "stack", None)
     if stack is None:
         stack = _LOCAL.stack = []
-    p = Pass(forward)
+    p = Pass(forward, over_forward)
     stack.append(p)
     try:
         yield p
@@ -264,7 +286,7 @@ def unfollowed(obj: Any, name: str, site: str, fname: str) -> None:
     """Refuse a read, as a constant, of a captured or global holder this pass
     follows: a write elsewhere put a value that carries a derivative into it."""
     p = innermost()
-    if p is not None and p.written.get(id(obj)) is obj:
+    if p is not None and obj is not None and p.written.get(id(obj)) is obj:
         from .errors import MutationError
 
         raise MutationError(
@@ -304,6 +326,8 @@ def _holders_read(fn: Any, depth: int, seen: set) -> Iterator[tuple[str, Any]]:
         except ValueError:  # an empty cell
             pass
     for n, value in names.items():
+        if value is None:  # a builtin or a missing name (``get`` gives None: no holder)
+            continue
         if CAPTURED_WRITTEN.get(id(value)) is value:
             yield n, value
         elif type(value) is types.FunctionType:
@@ -327,6 +351,13 @@ def followed(obj: Any, forward: bool = False) -> bool:
     if not holder(obj):
         return False
     p = current(forward)
+    if p is None and forward:
+        # Forward-mode code differentiated in reverse: the reverse pass holds the
+        # tangents of user objects' fields by identity (``ad._nested``), not yet
+        # those of containers' items.
+        p = current()
+        if p is None or not p.over_forward or not stateful(obj):
+            return False
     return p is not None and p.written.get(id(obj)) is obj
 
 
@@ -441,11 +472,17 @@ def _zero(ct: Any) -> bool:
     return isinstance(ct, AbstractZero) or ct is None
 
 
+def _along_variable_pullback(ȳ: Any) -> tuple:
+    return (_NO, ȳ)
+
+
 def follow_pullback(p: Pass, obj: Any, first: bool) -> Any:
     """``follow(obj)``'s pullback. The cotangent along the variable is that of
     reads which saw entries written before: each goes to the store, where those
     writes take it. At the object's first following, what the store holds then
     goes back along the variable, to where the object came from."""
+    if p.written.get(id(obj)) is not obj:  # not followed (see ``Pass.follow``)
+        return _along_variable_pullback
     n = len(obj) if isinstance(obj, list) else 0
 
     def follow_pullback(ȳ: Any) -> tuple:
@@ -527,6 +564,34 @@ def merged_tangent(obj: Any, ȯ: Any) -> Any:
     if isinstance(obj, dict):
         return Tangent[dict]._from_backing(fields)
     return _whole(obj, fields, 0)
+
+
+def hold_tangent(p: Pass, obj: Any, name: str, v̇: Any) -> None:
+    """Reverse over forward: a pushforward wrote ``obj.name`` with tangent ``v̇``
+    (``obj`` followed by identity in the reverse pass ``p``): reads through any
+    name find it, as forward mode's ``write_tangent`` keeps it at first order."""
+    p.held.setdefault(id(obj), {})[name] = v̇
+
+
+def held_tangents(p: Pass, obj: Any) -> dict[str, Any] | None:
+    """The field tangents held for ``obj`` in ``p`` (see ``hold_tangent``)."""
+    if not p.held or p.written.get(id(obj)) is not obj:
+        return None
+    return p.held.get(id(obj))
+
+
+def deposit_held(p: Pass, obj: Any, name: str, ct: Any) -> None:
+    """The cotangent of a read of ``obj.name``'s held tangent, for its write."""
+    if _zero(ct):
+        return
+    fields = p.held_store.setdefault(id(obj), {})
+    fields[name] = acc(fields[name], ct) if name in fields else ct
+
+
+def take_held(p: Pass, obj: Any, name: str) -> Any:
+    """What reads of the held tangent written to ``obj.name`` deposited."""
+    fields = p.held_store.get(id(obj))
+    return _Z if fields is None else fields.pop(name, _Z)
 
 
 def read_tangent(obj: Any, name: str) -> Any:
