@@ -167,5 +167,11 @@ def test_a_star_argument_that_is_not_iterable_names_the_line():
     def f(x):
         return varargs(*x)
 
-    with pytest.raises(TypeError):
+    with pytest.raises(
+        TypeError,
+        match=r"varargs\(\) argument after \* must be an iterable, not float "
+        r"\(at .*test_ad_star_calls\.py:\d+\)",
+    ):
         ad.gradient(f, 2.0)
+    with pytest.raises(TypeError, match="not iterable"):  # forward mode: Python's wording
+        ad.jvp(f, (2.0,), (1.0,))

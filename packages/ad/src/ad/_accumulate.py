@@ -70,7 +70,8 @@ def acc(a: Any, b: Any) -> Any:
         if isinstance(b, AbstractThunk):
             b = b.unthunk()
         return a + b
-    if isinstance(a, Tangent) and ta._kind == "mapping":  # a dict's, read entry by entry
+    if isinstance(a, Tangent) and ta._kind != "positional":
+        # a dict's or an object's, read entry by entry or field by field
         if isinstance(b, AbstractThunk):
             b = b.unthunk()
         if type(b) is ta:
@@ -121,7 +122,7 @@ def acc(a: Any, b: Any) -> Any:
 
 
 def _add_mappings(a: Any, b: Any) -> Any:
-    """Two dict (or mapping) tangents of one type added key by key: into ``a``'s
+    """Two dict (or object field) tangents of one type added key by key: into ``a``'s
     entries when the caller's variable alone holds ``a`` and ``a`` alone its
     entries (as for arrays above), so that reading many entries of a dict costs
     each read, not the dict's size."""

@@ -164,9 +164,24 @@ def user_results(cts: Any, args: tuple, seed: Any = None) -> tuple:
     is projected onto the reals, as ``ProjectTo`` of that argument does."""
     out = [to_user(c) for c in cts[1:]]
     taken: set[int] = set()
-    for x in (seed, *args):
-        _claim(x, taken, False)
+    if seed.__class__ is not float:
+        _claim(seed, taken, False)
+    for x in args:
+        if x.__class__ is _ndarray:  # the usual case, without _claim's dispatch
+            taken.add(_owner(x))
+        else:
+            _claim(x, taken, False)
     for i, (g, x) in enumerate(zip(out, args)):
+        if g.__class__ is _ndarray and x.__class__ is _ndarray:
+            if g.dtype.kind == "c" and x.dtype.kind in "fiu":
+                g = ProjectTo(x)(g)
+            key = _owner(g)
+            if key in taken:
+                g = g.copy()
+                key = id(g)
+            taken.add(key)
+            out[i] = g
+            continue
         if g is not None and _is_real(x) and _is_complex(g):
             g = ProjectTo(x)(g)
         out[i] = _claim(_keys_in_order(g, x), taken, True)

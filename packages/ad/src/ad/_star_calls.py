@@ -29,7 +29,7 @@ from typing import Any
 from rulescore import ZeroTangent
 
 from ._cotangents import from_list_ct
-from ._runtime import rcall_masked
+from ._runtime import call_site, rcall_masked
 from ._state import keep_stateful
 
 __all__ = ["rcall_star"]
@@ -46,7 +46,10 @@ def rcall_star(stars: int, inactive: int, f: Any, *parts: Any) -> tuple[Any, Cal
     for i, p in enumerate(parts):
         start = len(args)
         if stars >> i & 1:
-            args.extend(p)
+            try:
+                args.extend(p)
+            except TypeError:
+                raise _not_iterable(f, p) from None
         else:
             args.append(p)
         end = len(args)
@@ -68,3 +71,11 @@ def rcall_star(stars: int, inactive: int, f: Any, *parts: Any) -> tuple[Any, Cal
         return tuple(out)
 
     return y, keep_stateful(pb, star_call_pullback)
+
+
+def _not_iterable(f: Any, p: Any) -> TypeError:
+    """Python's error for ``f(*p)`` with ``p`` not iterable, at the user's line."""
+    name = getattr(f, "__qualname__", None) or type(f).__name__
+    return TypeError(
+        f"{name}() argument after * must be an iterable, not {type(p).__name__} (at {call_site()})"
+    )

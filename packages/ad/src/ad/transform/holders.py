@@ -49,7 +49,7 @@ from .activity import (
     value_is_active,
 )
 
-__all__ = ["follow_holders"]
+__all__ = ["LOCAL", "UNBOUND", "follow_holders", "name_resolver"]
 
 #: ANF helpers that write into their first argument in place.
 WRITERS = frozenset(["_ad_setitem", "_ad_append", "_ad_setattr", "_ad_setattr_object"])
@@ -123,7 +123,7 @@ def _closures(fn: ast.FunctionDef, resolve: Any) -> dict[str, set[str]]:
             if isinstance(s.targets[0], ast.Name):
                 name = s.targets[0].id
         if node is not None:
-            captured = {n for n in free_names(node) if resolve(n) is _LOCAL}
+            captured = {n for n in free_names(node) if resolve(n) is LOCAL}
             out.setdefault(name or "", set()).update(captured)
     return out
 
@@ -133,7 +133,7 @@ def _free_holders(read: set[str], resolve: Any) -> dict[str, Any]:
     out = {}
     for name in read:
         value = resolve(name)
-        if value is not _LOCAL and value is not _UNBOUND and holder(value):
+        if value is not LOCAL and value is not UNBOUND and holder(value):
             out[name] = value
     return out
 
@@ -185,27 +185,33 @@ def _alias(name: str) -> str:
 
 def _resolver(fn: ast.FunctionDef, f: types.FunctionType, stored: set[str]) -> Any:
     """``resolve(name)``: what a name the function does not bind holds now
-    (``_LOCAL`` for a local name, ``_UNBOUND`` for one that resolves to nothing)."""
-    local = set(param_names(fn)) | stored
+    (``LOCAL`` for a local name, ``UNBOUND`` for one that resolves to nothing)."""
+    return name_resolver(f, set(param_names(fn)) | stored)
+
+
+def name_resolver(f: types.FunctionType, local: set[str]) -> Any:
+    """``resolve(name)``: what ``name`` holds now in ``f``'s closure, globals or
+    builtins; ``LOCAL`` for a name in ``local`` (``f`` binds it), ``UNBOUND`` for
+    one that resolves to nothing (an empty cell, a missing global)."""
     cells = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
 
     def resolve(name: str) -> Any:
         if name in local:
-            return _LOCAL
+            return LOCAL
         if name in cells:
             try:
                 return cells[name].cell_contents
             except ValueError:  # an empty cell
-                return _UNBOUND
+                return UNBOUND
         if name in f.__globals__:
             return f.__globals__[name]
-        return getattr(builtins, name, _UNBOUND)
+        return getattr(builtins, name, UNBOUND)
 
     return resolve
 
 
-_LOCAL = object()
-_UNBOUND = object()
+LOCAL = object()
+UNBOUND = object()
 
 
 def _library(value: Any) -> bool:
@@ -262,7 +268,7 @@ class _Calls:
         if captured:
             return None, captured + _names(call.args)
         if func.id in WRITERS:
-            if isinstance(first, ast.Name) and self.resolve(first.id) is not _LOCAL:
+            if isinstance(first, ast.Name) and self.resolve(first.id) is not LOCAL:
                 return first.id, []
             return None, []
         if func.id in self.receivers:  # a method: it may write its object
@@ -304,10 +310,10 @@ def _to_follow(
             found = resolve(name)
             if name.startswith("_ad_cap_"):
                 local.add(name)  # a captured holder's alias: followed already
-            elif found is _LOCAL:
+            elif found is LOCAL:
                 if name in builds:
                     local.add(name)
-            elif found is not _UNBOUND and holder(found):
+            elif found is not UNBOUND and holder(found):
                 free.add(name)
     return free, local
 

@@ -38,12 +38,13 @@ write it cannot follow, naming the line).
 from __future__ import annotations
 
 import ast
-import builtins
 import itertools
 import types
 from typing import Any
 
 from rules.functional import functional_form
+
+from .holders import LOCAL, UNBOUND, name_resolver
 
 __all__ = ["WRITER_PREFIX", "in_place_form", "spelled_as_rebinding"]
 
@@ -99,23 +100,16 @@ def _resolver(f: types.FunctionType) -> Any:
     """A dotted name's value now (through ``f``'s closure, globals, builtins), or
     None; names ``f`` binds itself are not resolved."""
     code = f.__code__
-    local = set(code.co_varnames) | set(code.co_cellvars)
-    cells = dict(zip(code.co_freevars, f.__closure__ or ()))
-    missing = object()
+    resolve_name = name_resolver(f, set(code.co_varnames) | set(code.co_cellvars))
 
     def resolve(e: ast.expr) -> Any:
         if isinstance(e, ast.Attribute):
             owner = resolve(e.value)
             return None if owner is None else getattr(owner, e.attr, None)
-        if not isinstance(e, ast.Name) or e.id in local:
+        if not isinstance(e, ast.Name):
             return None
-        if e.id in cells:
-            try:
-                return cells[e.id].cell_contents
-            except ValueError:
-                return None
-        value = f.__globals__.get(e.id, missing)
-        return getattr(builtins, e.id, None) if value is missing else value
+        value = resolve_name(e.id)
+        return None if value is LOCAL or value is UNBOUND else value
 
     return resolve
 
