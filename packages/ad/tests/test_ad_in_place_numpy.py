@@ -222,3 +222,33 @@ def test_a_rebound_numpy_name_is_not_rewritten():
         return np.sum(a)
 
     np.testing.assert_allclose(ad.gradient(f, np.ones(2))[0], [2.0, 2.0])
+
+
+def _scatter_into_new(x):
+    acc = np.zeros(2)
+    np.add.at(acc, [0, 1, 0], x)
+    return acc
+
+
+def _zero_first(a):
+    np.put(a, [0], 0.0)
+    return a
+
+
+def test_a_small_helper_writing_its_own_array_is_differentiated_when_inlined():
+    def f(x):
+        return np.sum(_scatter_into_new(x) ** 2)
+
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(ad.gradient(f, x)[0], fd_gradient(f, x)[0], rtol=1e-6)
+    np.testing.assert_allclose(ad.jvp(f, (x,), (np.ones(3),))[1], 2 * 4.0 * 2 + 2 * 2.0)
+
+
+def test_a_small_helper_writing_its_argument_is_refused_when_inlined_too():
+    def f(x):
+        b = x * 2.0
+        c = b
+        return np.sum(_zero_first(b) * c)
+
+    with pytest.raises(ad.MutationError, match=r"test_ad_in_place_numpy\.py:\d+"):
+        ad.gradient(f, np.ones(3))

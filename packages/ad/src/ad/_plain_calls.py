@@ -284,6 +284,25 @@ class _Snapshot:
         for v in self.locked:
             v.flags.writeable = True
 
+    def all_free_before(self, inputs: list[Any]) -> bool:
+        """Whether every input provably carried no derivative before the call
+        (``derivative_free``, on the entries a container had then)."""
+        old = {i: e for i, v, e in self.before if isinstance(v, _CONTAINERS)}
+        return all(
+            derivative_free(v) if i not in old else derivative_free(old[i])
+            for i, v in enumerate(inputs)
+        )
+
+    def emptied(self) -> tuple[int, Any] | None:
+        """``(index of the input, the input)``: a list or deque the call left with no
+        value that may carry a derivative, where it had one (forward mode keeps
+        its tangent along the variable, which would keep the entries removed)."""
+        for i, v, old in self.before:
+            if isinstance(v, (list, collections.deque)):
+                if not _same_entries(old, _entries(v)) and not derivative_free(old):
+                    return i, v
+        return None
+
     def changed(self) -> tuple[int, Any] | None:
         """``(index of the input, the input)`` changed in a way that may carry a
         derivative, or None."""
@@ -422,16 +441,29 @@ def run(
     changed = snapshot.changed()
     if changed is not None:
         i, v = changed
-        what = "its receiver" if receiver is not None and i == len(inputs) - 1 else "an argument"
         raise _error(
             name,
             forward,
-            f"it changed {what} in place ({_describe(v)}) with values that may carry the "
-            "derivative, where the AD cannot follow them",
+            f"it changed {_what(receiver, i, inputs)} in place ({_describe(v)}) with values "
+            "that may carry the derivative, where the AD cannot follow them",
+            _container_fix(f, v),
         )
+    if forward:
+        emptied = snapshot.emptied()
+        if emptied is not None:
+            i, v = emptied
+            raise _error(
+                name,
+                forward,
+                f"it removed from {_what(receiver, i, inputs)} ({_describe(v)}) values "
+                "that may carry the derivative, where forward mode cannot follow them",
+                _container_fix(f, v),
+            )
     if as_init:
         return y, as_init - 1
-    if derivative_free(y) or all(derivative_free(v) for v in inputs):
+    # The inputs as they were before the call: one it emptied (d.pop(k), the only
+    # item) carried the derivative that its result (the item) may carry on.
+    if derivative_free(y) or snapshot.all_free_before(inputs):
         return y, None
     route = _identity_route(y, args, kwargs)
     if route is None:
@@ -440,8 +472,46 @@ def run(
             forward,
             f"its result ({_describe(y)}) may carry the derivative of its arguments, "
             "and plain Python does not compute it",
+            _container_fix(f, receiver),
         )
     return y, route
+
+
+def _what(receiver: Any, i: int, inputs: list) -> str:
+    return "its receiver" if receiver is not None and i == len(inputs) - 1 else "an argument"
+
+
+#: For a C method of a list or dict that changed its receiver: the same done by
+#: building a new container, which the AD differentiates.
+_CONTAINER_FIXES = {
+    (list, "pop"): "read the item and bind a new list without it (v = xs[-1]; xs = xs[:-1], "
+    "or v = xs[i]; xs = xs[:i] + xs[i + 1:])",
+    (dict, "pop"): "read the item and bind a new dict without it (v = d[k]; "
+    "d = {j: e for j, e in d.items() if j != k})",
+    (dict, "popitem"): "read the last item and bind a new dict without it (k = list(d)[-1]; "
+    "v = d[k]; d = {j: e for j, e in d.items() if j != k})",
+    (list, "clear"): "bind a new empty list (xs = [])",
+    (dict, "clear"): "bind a new empty dict (d = {})",
+    (list, "remove"): "bind a new list without the item (i = xs.index(v); "
+    "xs = xs[:i] + xs[i + 1:])",
+    (list, "insert"): "bind a new list (xs = xs[:i] + [v] + xs[i:])",
+    (list, "reverse"): "bind a new list (xs = xs[::-1])",
+    (list, "sort"): "bind a new list (xs = sorted(xs))",
+    (list, "extend"): "bind a new list (xs = xs + list(more)), or append the items one by one",
+    (dict, "update"): "bind a new dict (d = {**d, **more}), or write the items one by one "
+    "(d[k] = v)",
+    (dict, "setdefault"): "write the item (if k not in d: d[k] = v) and read it (d[k])",
+}
+
+
+def _container_fix(f: Any, v: Any) -> str:
+    """The fix for a C method ``f`` of a list or dict that changed ``v``, its receiver."""
+    if _receiver(f) is not v:
+        return ""
+    for kind in (list, dict):
+        if isinstance(v, kind):
+            return _CONTAINER_FIXES.get((kind, getattr(f, "__name__", "")), "")
+    return ""
 
 
 def _identity_route(y: Any, args: tuple, kwargs: dict | None) -> Route:

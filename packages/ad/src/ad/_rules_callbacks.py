@@ -14,6 +14,14 @@ differentiated like any other, and the function's and the items' cotangents
 from those writes come back through the pullback (``key``'s as a keyword
 cotangent, see ``_runtime.rcall_kw``). A function that only reads runs as
 plain Python, as fast as before.
+
+A rule whose function wrote returns a ``Stateful`` pullback (``_returning``): it
+runs even when no cotangent reaches the rule's value (``min(objs, key=lambda o:
+o.touch())`` whose value is unused, or is read only through the objects the key
+wrote), and runs each call's pullback, so that the cotangents that reads after
+the call left in the pass's store reach the writes. ``map`` and
+``functools.reduce`` (``rules``' own rules call their function through the AD
+already) get the same here.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from rulescore import (
     unthunk,
 )
 
+from . import _state
 from ._accumulate import acc
 from ._config import ADConfig
 from ._rules_objects import _NOT_FOUND, _class_attr, _descriptor_plan, _python_slot
@@ -227,18 +236,35 @@ def _value_may_write(v: Any, depth: int) -> bool:
     return False
 
 
+# A decision about the key, not a value: at second order, where the rules below are
+# differentiated, it runs as plain Python (it loops over sets, which the AD refuses).
+non_differentiable(may_write)
+
+
 def _key_calls(config: Any, key: Any, items: list) -> tuple[list, list | None]:
-    """``key`` of each item, in order; the pullbacks when it is called through ad."""
+    """``key`` of each item, in order; the pullbacks when it is called through ad
+    and wrote an object's field, or an item of a container the pass follows (see
+    ``_returning``)."""
     if key is None:
         return items, None
     if not may_write(key, kinds=set(map(type, items))):
         return [key(v) for v in items], None
+    n = _state.WRITES[0]
     keys, pbs = [], []
     for v in items:
         k, pb = rrule_via_ad(config, key, v)
         keys.append(k)
         pbs.append(pb)
-    return keys, pbs
+    return keys, (pbs if _state.WRITES[0] != n else None)
+
+
+def _returning(y: Any, pullback: Any, pbs: list | None) -> tuple:
+    """A rule's ``(y, pullback)``. When the user function it called wrote
+    (``pbs``), the pullback is ``Stateful``: it must run even when no cotangent
+    reaches ``y`` (``min(objs, key=lambda o: o.touch())`` whose value is unused,
+    or read only through the objects the key wrote), for the writes' cotangents,
+    which reads after the call left in the pass's store, to reach what was written."""
+    return (y, pullback) if pbs is None else (y, _state.Stateful(pullback))
 
 
 def _key_cotangents(pbs: list | None, n: int) -> tuple[Any, list]:
@@ -294,7 +320,7 @@ def _sorted_rule(config: Any, xs: Any, **kwargs: Any) -> Any:
             kw["key"] = dkey
         return (*out, kw)
 
-    return y, sorted_pullback
+    return _returning(y, sorted_pullback, pbs)
 
 
 _sorted_rule.keyword_cotangents = True  # type: ignore[attr-defined]
@@ -385,7 +411,7 @@ def _extremum_rules(f: Any) -> None:
             return (*out, kw) if kwargs else out
 
         extremum_pullback.__name__ = extremum_pullback.__qualname__ = f"{name}_pullback"
-        return y, extremum_pullback
+        return _returning(y, extremum_pullback, pbs)
 
     def extremum_frule(config: Any, ḟ: Any, *rest: Any, **kwargs: Any) -> Any:
         kw_ts, ḟ, rest = _split_keywords(ḟ, rest)
@@ -448,7 +474,7 @@ def _filter_rule(config: Any, pred: Any, xs: Any) -> Any:
             entries[i] = _add(entries[i], cts[k])
         return (_NO, _NO if pred is None else dpred, _as_input(xs, entries))
 
-    return y, filter_pullback
+    return _returning(y, filter_pullback, pbs)
 
 
 rrule.register(filter, config=ADConfig)(_filter_rule)
@@ -463,3 +489,73 @@ def _filter_frule(config: Any, ḟ: Any, ṗ: Any, ẋs: Any, pred: Any, xs: Any
 
 
 frule.register(filter, config=ADConfig)(_filter_frule)
+
+
+# --- map and functools.reduce -----------------------------------------------------------
+# ``rules``' own (``rules._higher_order``) differentiate the function through the AD
+# already; under ad they must also see its writes: then each call's pullback runs,
+# whatever cotangent reaches its value (none, for a ``map`` whose value is unused).
+
+
+def _map_rule(config: Any, f: Any, *xs: Any) -> Any:
+    columns = [list(x) for x in xs]
+    n = min((len(c) for c in columns), default=0)
+    before = _state.WRITES[0]
+    ys, pbs = [], []
+    for i in range(n):
+        y, pb = rrule_via_ad(config, f, *(c[i] for c in columns))
+        ys.append(y)
+        pbs.append(pb)
+    wrote = _state.WRITES[0] != before
+
+    def map_pullback(ȳ: Any) -> tuple:
+        cts = seq_entries(ȳ, n) if not isinstance(unthunk(ȳ), AbstractZero) else [_Z] * n
+        df: Any = _Z
+        per = [[_Z] * len(c) for c in columns]
+        for i in reversed(range(n)):
+            if not wrote and isinstance(unthunk(cts[i]), AbstractZero):
+                continue
+            out = pbs[i](cts[i])
+            df = _add(df, out[0])
+            for j in range(len(xs)):
+                per[j][i] = out[1 + j]
+        return (_NO, df, *(_as_input(x, p) for x, p in zip(xs, per)))
+
+    return _returning(ys, map_pullback, pbs if wrote else None)
+
+
+rrule.register(map, config=ADConfig)(_map_rule)
+
+
+def _reduce_rule(config: Any, f: Any, xs: Any, *init: Any) -> Any:
+    items = list(xs)
+    if init:
+        value, rest, offset = init[0], items, 0
+    else:
+        if not items:
+            raise TypeError("reduce() of empty iterable with no initial value")
+        value, rest, offset = items[0], items[1:], 1
+    before = _state.WRITES[0]
+    pbs = []
+    for x in rest:
+        value, pb = rrule_via_ad(config, f, value, x)
+        pbs.append(pb)
+
+    def reduce_pullback(ȳ: Any) -> tuple:
+        d_value = ȳ
+        df: Any = _Z
+        entries: list[Any] = [_Z] * len(items)
+        for k in reversed(range(len(pbs))):
+            out = pbs[k](d_value)
+            df = _add(df, out[0])
+            d_value = out[1]
+            entries[k + offset] = out[2]
+        if init:
+            return (_NO, df, _as_input(xs, entries), d_value)
+        entries[0] = d_value
+        return (_NO, df, _as_input(xs, entries))
+
+    return _returning(value, reduce_pullback, pbs if _state.WRITES[0] != before else None)
+
+
+rrule.register(functools.reduce, config=ADConfig)(_reduce_rule)

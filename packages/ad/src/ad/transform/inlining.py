@@ -55,6 +55,7 @@ from .desugar import desugar
 from .fence import check_supported
 from .protocols import explicit_protocols
 from .source import get_source
+from .writers import WRITER_PREFIX, spelled_as_rebinding
 
 __all__ = [
     "ENABLED",
@@ -322,7 +323,8 @@ def helper_anf(fn: types.FunctionType) -> ast.FunctionDef | None:
     ):
         try:
             src = get_source(fn)
-            tree = check_supported(explicit_protocols(src.tree, fn), src.filename)
+            tree = explicit_protocols(src.tree, fn)
+            tree = check_supported(spelled_as_rebinding(tree, fn), src.filename)
             anf = normalize(desugar(tree), src.filename)
         except Exception:  # no source, unsupported syntax: it stays a call
             anf = None
@@ -366,7 +368,7 @@ def _pure(fn: ast.FunctionDef, globals_: dict) -> bool:
                 return False
             func = node.func
             if type(func) is ast.Name:
-                writes = func.id in _WRITERS or func.id.startswith("_ad_iop_")
+                writes = func.id in _WRITERS or func.id.startswith(("_ad_iop_", WRITER_PREFIX))
                 if writes:
                     first = node.args[0] if node.args else None
                     if not (type(first) is ast.Name and first.id in fresh):
@@ -422,7 +424,7 @@ def _builds(v: ast.expr, name: str) -> bool:
         fn = v.func.id
         if fn.startswith("_ad_op_"):
             return True
-        if fn in _WRITERS or fn.startswith("_ad_iop_"):
+        if fn in _WRITERS or fn.startswith(("_ad_iop_", WRITER_PREFIX)):
             return bool(v.args) and type(v.args[0]) is ast.Name and v.args[0].id == name
     return False
 
