@@ -259,12 +259,20 @@ def test_records_and_callable_objects_in_the_inner_function():
     assert grad(lambda x: grad(_Scaled(2.0), x), 1.5) == pytest.approx(18.0)
 
 
+def _varargs(*a):
+    return a[0] * a[1] ** 2
+
+
 def test_unsupported_nested_calls_name_the_call_site_and_a_fix():
     def inner(y, **kw):
         return kw["s"] * y**2
 
     # a keyword landing in **kw, carrying the derivative, is followed: d²/dy² y³ = 6y
     assert grad(lambda x: grad(lambda y: inner(y, s=y), x), 1.0) == pytest.approx(6.0)
+    # a partial is the call it makes (d/dx [∂/∂y 2y² at y = x] = 4; more cases in
+    # test_ad_nested_partials.py)
     scaled = functools.partial(lambda s, y: s * y**2, 2.0)
-    with pytest.raises(NoRuleError, match=r"partial.*test_ad_nested\.py:\d+.*\n.*To fix"):
-        grad(lambda x: grad(lambda y: scaled(y), x), 1.0)
+    assert grad(lambda x: grad(lambda y: scaled(y), x), 1.0) == pytest.approx(4.0)
+    # a function with *args under reverse over reverse: refused, naming the line
+    with pytest.raises(NoRuleError, match=r"varargs.*test_ad_nested\.py:\d+.*\n.*To fix"):
+        ad.hessian_reverse(lambda y: _varargs(y, y), 1.0)

@@ -201,14 +201,28 @@ def _scaled(x, k=2.0):
     return np.sum(x**3) * k
 
 
-def test_an_inner_call_with_defaults_raises_a_clear_error():
+def test_an_inner_call_with_defaults_or_keywords_is_followed():
+    # (its pure form is called with every parameter positional; H = diag(6 k x))
     def f(x):
-        return _scaled(x)
+        return _scaled(x) + _scaled(x, k=0.5) + _scaled(k=1.5, x=x)
+
+    H = ad.hessian_reverse(f, X)
+    np.testing.assert_allclose(H, np.diag(6.0 * 4.0 * X), rtol=1e-12)
+    np.testing.assert_allclose(H, fd_hessian(f, X), rtol=1e-5, atol=1e-6)
+
+
+def _star_params(*xs):
+    return np.sum(xs[0] ** 3)
+
+
+def test_an_inner_function_with_star_parameters_raises_a_clear_error():
+    def f(x):
+        return _star_params(x)
 
     with pytest.raises(ad.errors.NoRuleError) as info:
         ad.hessian_reverse(f, X)
     msg = str(info.value)
-    assert "reverse over reverse" in msg and "_scaled" in msg
+    assert "reverse over reverse" in msg and "_star_params" in msg
     assert "test_ad_reverse_over_reverse.py" in msg  # the call site
     assert "To fix" in msg and "ad.hessian" in msg
 

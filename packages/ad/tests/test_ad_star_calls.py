@@ -129,18 +129,7 @@ def test_forward_mode(f):
     np.testing.assert_allclose(ẏ, fd_gradient(f, W.copy())[0] @ t, rtol=1e-6, atol=1e-8)
 
 
-PARTIAL_GAP = pytest.mark.xfail(
-    strict=True,
-    reason="issue 20, known gap: nested differentiation refuses a functools.partial of a "
-    "Python function (NoRuleError naming the line), with or without *",
-)
-
-
-@pytest.mark.parametrize(
-    "f",
-    [pytest.param(f, marks=PARTIAL_GAP) if f is star_into_a_partial else f for f in PROGRAMS],
-    ids=lambda f: f.__name__,
-)
+@pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__)
 def test_second_order(f):
     H = ad.hessian(f, W.copy())
     np.testing.assert_allclose(H, fd_hessian(f, W.copy()), rtol=1e-5, atol=1e-6)

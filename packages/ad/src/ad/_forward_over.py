@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import types
 from collections.abc import Callable
 from typing import Any
@@ -39,6 +40,7 @@ from rulescore._projection import Projector
 from . import (
     _forward,
     _nested,
+    _nested_partials,
     _plain_calls,
     _rules_containers,
     _rules_objects,
@@ -210,6 +212,17 @@ def forward_over(
         return _forward.call_with(op, ts, args, kwargs, kw_ts), _Z
     if op is getattr and len(args) == 2 and not kwargs:  # getattr(obj, name): a read
         op = _rules_objects.getattr_
+    if op is functools.partial:  # building a partial: packing, at every level
+        args2, ts2 = _nested_partials.constructor_call(ts, args, kwargs, kw_ts)
+        ȧ2 = _nested_partials.constructor_call((_Z, *ȧ), args, kwargs, k̇w)[1][1:]
+        ṫs2 = _nested_partials.constructor_call(ṫs, args, kwargs, k̇w_ts)[1]
+        return forward_over_fcall(_nested_partials.make_partial, ts2, args2, _Z, ṫs2, ȧ2)
+    if _nested_partials.is_partial(op):  # the call it makes, each level's tangent split
+        func, ts2, args2, kwargs2, kw_ts2 = _nested_partials.unwrap(op, ts, args, kwargs, kw_ts)
+        ȯf, ȧb, k̇wb = _nested_partials.split(op, ȯp)
+        _, ṫs2, _, _, k̇w_ts2 = _nested_partials.unwrap(op, ṫs, args, kwargs, k̇w_ts)
+        k̇w2 = {**k̇wb, **{k: k̇w.get(k, _Z) for k in kwargs}}
+        return forward_over(func, ts2, args2, kwargs2, kw_ts2, ȯf, ṫs2, (*ȧb, *ȧ), k̇w2, k̇w_ts2)
     tf = type(op)
     func, owner = _method_parts(op)
     if func is not None:  # the method's tangent is its receiver's
@@ -301,6 +314,8 @@ def unfold(op: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict) -> tuple:
         return _forward.fcall, (op, ts, *args), {}, linear_tmap
     if _forward._hashable(op) and op in _SELF:  # ad's own dispatch, one level up
         return _SELF[op](ts, args, kwargs, kw_ts)
+    if op is functools.partial or _nested_partials.is_partial(op):
+        return _unfold_partial(op, ts, args, kwargs, kw_ts)
     func, owner = _method_parts(op)
     if func is not None:
         # (each branch names its inner map apart: reverse mode reads these maps as
@@ -338,6 +353,33 @@ def unfold(op: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict) -> tuple:
         "over forward supports Python functions, functions with an frule, and methods)",
         "call it through a Python function, or register an frule for it",
     )
+
+
+def _unfold_partial(op: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict) -> tuple:
+    """Building a partial (as ``make_partial``, packing) or calling one (the call it
+    makes, its tangents split into its parts'): see ``_nested_partials``."""
+    if op is functools.partial:
+        args2, ts2 = _nested_partials.constructor_call(ts, args, kwargs, kw_ts)
+
+        def partial_ctor_tmap(ȯp: Any, ṫs: tuple, ȧ: tuple, k̇w: dict, k̇w_ts: dict) -> tuple:
+            ȧ2 = _nested_partials.constructor_call((_Z, *ȧ), args, kwargs, k̇w)[1]
+            ṫs2 = _nested_partials.constructor_call(ṫs, args, kwargs, k̇w_ts)[1]
+            return (_Z, _Z, _forward.tan_tuple(*ṫs2), *ȧ2[1:]), {}
+
+        return _forward.fcall, (_nested_partials.make_partial, ts2, *args2), {}, partial_ctor_tmap
+    p = op
+    func, ts2, args2, kwargs2, kw_ts2 = _nested_partials.unwrap(p, ts, args, kwargs, kw_ts)
+    op2, args3, kwargs3, func_tmap = unfold(func, ts2, args2, kwargs2, kw_ts2)
+    own = tuple(kwargs)
+
+    def partial_tmap(ȯp: Any, ṫs: tuple, ȧ: tuple, k̇w: dict, k̇w_ts: dict) -> tuple:
+        ȯf, ȧb, k̇wb = _nested_partials.split(p, ȯp)
+        ṫf, ṫb, ṫkw = _nested_partials.split(p, ṫs[0])
+        k̇w2 = {**k̇wb, **{k: k̇w.get(k, _Z) for k in own}}
+        k̇w_ts2 = {**ṫkw, **{k: k̇w_ts.get(k, _Z) for k in own}}
+        return func_tmap(ȯf, (ṫf, *ṫb, *ṫs[1:]), (*ȧb, *ȧ), k̇w2, k̇w_ts2)
+
+    return op2, args3, kwargs3, partial_tmap
 
 
 def constant_pair(y: Any) -> tuple:

@@ -33,6 +33,7 @@ level's perturbation cannot leak into another's (no "perturbation confusion").
 from __future__ import annotations
 
 import dataclasses
+import functools
 import operator
 import os
 import sys
@@ -63,6 +64,7 @@ from . import (
     _forward_api,
     _forward_fast,
     _forward_rules,
+    _nested_partials,
     _plain_calls,
     _rules_containers,
     _rules_objects,
@@ -260,6 +262,14 @@ def _fcall_rrule_body(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, 
     tf = type(f)
     if f in SELF_RRULES and _forward._hashable(f):
         return SELF_RRULES[f](f, ts, args)
+    if f is functools.partial or _nested_partials.is_partial(f):
+        out, partial_pb = _through_partial(config, f, ts, args, {}, {})
+
+        def partial_pullback(ct: Any) -> tuple:
+            f_ct, ts_ct, args_ct, _, _ = partial_pb(ct)
+            return (_NO, f_ct, _tangents_ct(ts_ct), *args_ct)
+
+        return out, _state.keep_stateful(partial_pb, partial_pullback)
     if isinstance(f, Projector):
         return _through_projector(f, ts, args)
     if f is _rules_objects.getattr_ or f is _rules_objects.getattr_object:
@@ -340,6 +350,63 @@ def _fcall_rrule_body(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, 
     )
 
 
+def _through_partial(
+    config: Any, f: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict
+) -> tuple[Any, Callable]:
+    """Building a partial (``make_partial``: packing) or calling one (the call it
+    makes, bound arguments first; see ``_nested_partials``), in reverse over forward.
+    The pullback returns ``(of f, (of ts...), (of args...), {of kwargs}, {of kw_ts})``."""
+    n = len(args)
+    if f is functools.partial:
+        args2, ts2 = _nested_partials.constructor_call(ts, args, kwargs, kw_ts)
+        out, pb = _fcall_rrule(config, _nested_partials.make_partial, ts2, *args2)
+        keys = tuple(kwargs)
+
+        def partial_ctor_pullback(ct: Any) -> tuple:
+            raw = pb(ct)  # (fcall, make_partial, ts2, func, args, keywords)
+            t = entries(raw[2], 4, "tangents")
+            ḟ, bound_t, kw_t = _nested_partials.constructor_cts(n - 1, keys, t[1:])
+            f_ct, bound, kw = _nested_partials.constructor_cts(n - 1, keys, raw[3:])
+            return _NO, (_Z, ḟ, *bound_t), (f_ct, *bound), kw, kw_t
+
+        return out, _state.keep_stateful(pb, partial_ctor_pullback)
+    func, ts2, args2, kwargs2, kw_ts2 = _nested_partials.unwrap(f, ts, args, kwargs, kw_ts)
+    k = len(args2)
+    names = tuple(kwargs2)
+    if names:
+        out, pb = _fcall_gen_rrule(
+            config,
+            func,
+            ts2[0],
+            args2,
+            ts2[1:],
+            None,
+            names,
+            tuple(kwargs2.values()),
+            tuple(kw_ts2[m] for m in names),
+        )
+    else:
+        out, pb = _fcall_rrule(config, func, ts2, *args2)
+
+    def partial_call_pullback(ct: Any) -> tuple:
+        raw = pb(ct)
+        if names:  # fcall_gen's: (_, f, ḟ, args, arg_ts, stars, kwnames, kwvalues, kw_ts)
+            f_ct, ḟ_ct = raw[1], raw[2]
+            a_ct = entries(raw[3], k, "arguments")
+            t_ct = entries(raw[4], k, "tangents")
+            kw_ct = dict(zip(names, entries(raw[7], len(names), "keywords")))
+            kwt_ct = dict(zip(names, entries(raw[8], len(names), "keyword tangents")))
+        else:  # fcall's: (_, f, ts, *args)
+            t = entries(raw[2], k + 1, "tangents")
+            f_ct, ḟ_ct, t_ct, a_ct = raw[1], t[0], t[1:], raw[3:]
+            kw_ct = kwt_ct = {}
+        p_ct, own_ct, own_kw = _nested_partials.parts_ct(f, n, f_ct, a_ct, kw_ct, kwargs)
+        ṗ_ct, own_t, own_kwt = _nested_partials.parts_ct(f, n, ḟ_ct, t_ct, kwt_ct, kwargs)
+        return p_ct, (ṗ_ct, *own_t), own_ct, own_kw, own_kwt
+
+    return out, _state.keep_stateful(pb, partial_call_pullback)
+
+
 def _holds_tangents(f: Any, args: tuple) -> bool:
     """Whether the reverse pass holds field tangents (``_through_setattr``) of an
     argument or of the receiver of ``f``: a call with zero tangents along variables
@@ -369,6 +436,22 @@ def _fcall_gen_rrule(
 ) -> tuple[Any, Callable]:
     """``rrule`` of ``fcall_gen``: a forward-mode call with keyword arguments."""
     name = _forward._fname(f)
+    if (f is functools.partial or _nested_partials.is_partial(f)) and stars is None:
+        out, partial_pb = _through_partial(
+            config,
+            f,
+            (ḟ, *arg_ts),
+            tuple(args),
+            dict(zip(kwnames, kwvalues)),
+            dict(zip(kwnames, kw_ts)),
+        )
+
+        def partial_kw_pullback(ct: Any) -> tuple:
+            f_ct, ts_ct, args_ct, kw_ct, kw_ts_ct = partial_pb(ct)
+            kw_ts_cts = tuple(kw_ts_ct.get(k, _Z) for k in kwnames)
+            return _fcall_gen_cts(f_ct, ts_ct, args_ct, kw_ct, kwnames, kw_ts_cts)
+
+        return out, _state.keep_stateful(partial_pb, partial_kw_pullback)
     if kwnames and _wrappers.is_vectorized(f):  # refused, saying why
         _wrappers.nested_call(f, tuple(args), dict(zip(kwnames, kwvalues)))
     if stars is not None or None in kwnames:
@@ -387,6 +470,10 @@ def _fcall_gen_rrule(
 
         return out, _state.keep_stateful(self_pb, self_pullback)
     owner = getattr(f, "__self__", None)
+    if type(f) is _MethodType and f not in _forward._FRULES:  # the receiver first
+        return _through_method_kw(
+            config, f.__func__, owner, ḟ, args, arg_ts, kwnames, kwvalues, kw_ts
+        )
     if type(f) is types.BuiltinFunctionType and owner is not None:
         unbound = getattr(type(owner), f.__name__, None)
         if not isinstance(owner, types.ModuleType) and unbound in _forward._FRULES:
@@ -532,6 +619,10 @@ def _structural() -> frozenset:
             unthunk,
             backing,
             Tangent._from_backing.__func__,  # type: ignore[attr-defined]
+            # a partial built, and its tangent split and packed (_nested_partials)
+            _nested_partials.make_partial,
+            _nested_partials.split,
+            _nested_partials.pack,
         ]
     )
 

@@ -13,6 +13,7 @@ other function; ``_nested``'s ``rrule`` of ``fcall`` hands these calls to
 
 from __future__ import annotations
 
+import functools
 import operator
 import types
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from . import (
     _forward_over,
     _forward_over_jvp,
     _nested,
+    _nested_partials,
     _plain_calls,
     _rules_containers,
     _rules_objects,
@@ -139,6 +141,8 @@ def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
     tg = type(g)
     linear = _forward_over.linear_call(g, gargs)
     if not linear and _forward._hashable(g) and g in _forward_over.SELF:
+        return _over_self(ts, g, gts, gargs)
+    if g is functools.partial or _nested_partials.is_partial(g):  # as unfold follows it
         return _over_self(ts, g, gts, gargs)
     func, owner = _forward_over._method_parts(g)  # a Python method, or x.sum with an frule
     if func is not None:  # the method's tangent is its receiver's

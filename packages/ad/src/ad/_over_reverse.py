@@ -26,6 +26,7 @@ differentiates it in reverse mode, one pullback per row.
 
 from __future__ import annotations
 
+import functools
 import operator
 import types
 from collections.abc import Callable
@@ -47,7 +48,15 @@ from rulescore import (
     unthunk,
 )
 
-from . import _accumulate, _nested, _plain_calls, _rules_containers, _rules_objects, _wrappers
+from . import (
+    _accumulate,
+    _nested,
+    _nested_partials,
+    _plain_calls,
+    _rules_containers,
+    _rules_objects,
+    _wrappers,
+)
 from ._config import ADConfig
 from ._cotangents import entries, zero_like
 from ._nested import _closure_ct, _is_zero, _tangents_ct, _unsupported
@@ -104,6 +113,8 @@ def _dispatch(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
         return _through_structural(f, args, kwargs)
     if tf is types.MethodType:
         return _through_method(f.__func__, f.__self__, args, kwargs)
+    if _nested_partials.is_partial(f):
+        return _through_partial(f, args, kwargs)
     if tf is types.BuiltinFunctionType:
         owner = f.__self__
         if owner is not None and not isinstance(owner, types.ModuleType):
@@ -190,6 +201,29 @@ def _through_method(
     return _wrapped(out, method_pullback, receiver_first)
 
 
+def _through_partial(
+    p: functools.partial, args: tuple, kwargs: dict | None
+) -> tuple[Any, Callable]:
+    """A partial's call: the call it makes, bound arguments first (its cotangent
+    is its parts', ``_nested_partials``); the first-order pullback is that call's,
+    its cotangents packed as first-order reverse mode packs them."""
+    nb, n = len(p.args), len(args)
+    own = kwargs or {}
+    all_kw = {**p.keywords, **own}
+    out, pb = _dispatch(p.func, (*p.args, *args), all_kw or None)
+    bound_keys = tuple(k for k in p.keywords if k not in own)
+    own_keys = tuple(own) if kwargs is not None else None
+
+    def partial_outer_pullback(ct: Any) -> tuple:
+        f_ct, a_ct, kw_ct = pb(ct)
+        return _nested_partials.parts_ct(p, n, f_ct, tuple(a_ct), kw_ct, own)
+
+    def wrap(inner: Callable) -> Callable:
+        return _nested_partials.first_order(inner, nb, n, bound_keys, own_keys, bool(all_kw))
+
+    return _wrapped(out, partial_outer_pullback, wrap)
+
+
 def _through_vectorize(v: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
     """An ``np.vectorize`` object's call as ``_wrappers.vectorized_call``, a loop of
     Python whose pure form is differentiated (``v``'s cotangent is its function's,
@@ -274,20 +308,100 @@ def _through_pure(f: types.FunctionType, args: tuple, kwargs: dict | None) -> tu
     entry = pure_transformed(f, closure)
     if type(entry) is _plain_calls.PlainEntry:  # library code: run as plain Python
         return _plain_calls.reverse_over_reverse(f, args, kwargs, _fname(f))
-    if kwargs or not (entry.simple and len(args) == entry.n_positional):
+    n = len(args)
+    names = entry.spec.positional
+    if not entry.simple:
         raise _unsupported(
-            f"reverse over reverse: {_fname(f)} is called with default, keyword or *args arguments",
+            f"reverse over reverse: {_fname(f)} has *args, **kwargs or keyword-only "
+            "parameters, which it does not follow",
+            f"give {_fname(f)} positional parameters only, or use ad.hessian (forward over "
+            "reverse)",
+        )
+    full = _positional(f, names, args, kwargs)
+    if full is None:
+        raise _unsupported(
+            f"reverse over reverse: the call of {_fname(f)} does not bind its arguments to "
+            "its parameters by position",
             "pass every parameter positionally, or use ad.hessian (forward over reverse)",
         )
     gen = entry.instantiate(f)
-    out, pb = call_function(gen, args, None, closure)
+    out, pb = call_function(gen, full, None, closure)
     own = frozenset(f.__code__.co_freevars)
+    keys = tuple(kwargs or ())
+    where = tuple(1 + names.index(k) for k in keys)
 
     def pure_pullback(ct: Any) -> tuple:
         raw = pb(ct)
-        return _closure_ct(raw[0], own) if closure else _NO, raw[1:], {}
+        kw_ct = {k: raw[i] for k, i in zip(keys, where)}
+        return _closure_ct(raw[0], own) if closure else _NO, raw[1 : 1 + n], kw_ct
 
-    return out, pure_pullback
+    if full is args:
+        return out, pure_pullback
+    # called with keywords or defaults: the first-order pullback as rcall_kw's (or
+    # rcall's) of the call as written, from that of the positional call made
+    with_kw = kwargs is not None
+    return _wrapped(out, pure_pullback, lambda inner: as_written(inner, n, keys, where, with_kw))
+
+
+def as_written(pb: Callable, n: int, keys: tuple, where: tuple, with_kw: bool) -> Callable:
+    """The pullback of a call written with keywords or defaults, from ``pb``, that of
+    the same call with every parameter positional."""
+
+    def as_written_pullback(ȳ: Any) -> tuple:
+        return written_cts(pb(ȳ), n, keys, where, with_kw)
+
+    return as_written_pullback
+
+
+def written_cts(cts: tuple, n: int, keys: tuple, where: tuple, with_kw: bool) -> tuple:
+    """``(of f, of each positional argument..., [{of each keyword}])`` from the
+    cotangents ``cts`` of the positional call (``as_written``). Linear."""
+    out = tuple(cts[: 1 + n])
+    if not with_kw:
+        return out
+    return (*out, {k: cts[i] for k, i in zip(keys, where)})
+
+
+@rrule.register(written_cts, config=ADConfig)
+def _(config: Any, cts: tuple, n: int, keys: tuple, where: tuple, with_kw: bool) -> Any:
+    m = len(cts)
+    out = written_cts(cts, n, keys, where, with_kw)
+
+    def written_cts_pullback(ȳ: Any) -> tuple:
+        c = entries(ȳ, len(out), "a call's cotangents")
+        back = [*c[: 1 + n], *([_Z] * (m - 1 - n))]
+        if with_kw:
+            for k, i in zip(keys, where):
+                back[i] = _nested.kw_entry(c[-1], k)
+        return (_NO, _tangents_ct(tuple(back)), _NO, _NO, _NO, _NO)
+
+    return out, written_cts_pullback
+
+
+def _positional(f: types.FunctionType, names: tuple, args: tuple, kwargs: dict | None) -> Any:
+    """Every positional parameter's value for ``f(*args, **kwargs)`` (keywords by
+    name, defaults filled in: constants), or None where the call cannot be so written."""
+    if not kwargs and len(args) == len(names):
+        return args
+    if len(args) > len(names):
+        return None
+    full: list[Any] = [*args, *([_MISSING] * (len(names) - len(args)))]
+    posonly = f.__code__.co_posonlyargcount
+    for k, v in (kwargs or {}).items():
+        if k not in names or names.index(k) < max(len(args), posonly):
+            return None
+        full[names.index(k)] = v
+    defaults = f.__defaults__ or ()
+    first = len(names) - len(defaults)
+    for i, v in enumerate(full):
+        if v is _MISSING:
+            if i < first:
+                return None
+            full[i] = defaults[i - first]
+    return tuple(full)
+
+
+_MISSING = object()
 
 
 @rrule.register(rcall, config=ADConfig)

@@ -486,6 +486,21 @@ def statements(body: list[ast.stmt]):
                 yield from statements(inner)
 
 
+def _follows_in_pushforward(value: ast.expr) -> bool:
+    """``_ad_fcall(_ad_follow, ...)`` in a generated pushforward differentiated again:
+    the object may have been written by a call through another name (a method of
+    an object built from constants, ``c = C(); c.add(x)``), so it may carry a
+    derivative whatever its inputs."""
+    return (
+        type(value) is _Call
+        and type(value.func) is _Name
+        and value.func.id == "_ad_fcall"
+        and bool(value.args)
+        and type(value.args[0]) is _Name
+        and value.args[0].id == "_ad_follow"
+    )
+
+
 def active_names(
     fn: ast.FunctionDef, seeds: set[str], plain_funcs: frozenset[str] = frozenset()
 ) -> set[str]:
@@ -498,6 +513,9 @@ def active_names(
             value = s.value
             # value_is_active(value, <everything>, plain_funcs), reading the names once
             if _never_active(value, plain_funcs):
+                continue
+            if _follows_in_pushforward(value):
+                seeds = {*seeds, *_targets(s.targets[0])}  # written through another name
                 continue
             reads = value_reads(value)
             if reads:
