@@ -109,8 +109,45 @@ def list_attribute_hand(x):
     return 4 + 12 * x  # f = x + 6x² + 3x
 
 
+class Tracker:
+    def __init__(self):
+        self.items = []
+        self.rows = [[], []]
+
+    def add(self, v):
+        self.items.append(v * 2.0)  # an append through an attribute
+        self.rows[1].append(v)  # ... and through an item of one
+        return self
+
+
+def appends_through_attributes(x):
+    t = Tracker()
+    t.add(x)
+    t.add(x * x)
+    return sum(t.items) * t.rows[1][1] + t.rows[1][0]
+
+
+def appends_through_attributes_hand(x):
+    return 6 * x**2 + 8 * x**3 + 1  # f = (2x + 2x²)·x² + x
+
+
+def appends_through_items(x):
+    d = {"log": []}
+    rows = [[0.5], []]
+    for i in range(1, 3):
+        d["log"].append(x**i)
+        rows[1].append(rows[0][0] * x)
+    return d["log"][0] * d["log"][1] + sum(rows[1])
+
+
+def appends_through_items_hand(x):
+    return 3 * x**2 + 1.0  # f = x³ + x
+
+
 CASES = [
     (memo_method, (0.7, 1.3), memo_method_hand),
+    (appends_through_attributes, (1.3,), appends_through_attributes_hand),
+    (appends_through_items, (0.8,), appends_through_items_hand),
     (cache_read_from_outside, (1.3,), cache_read_from_outside_hand),
     (nested_lists, (0.9,), nested_lists_hand),
     (nested_dicts, (0.6, 1.7), nested_dicts_hand),

@@ -122,6 +122,40 @@ class _Normalizer:
         out.append(self.assign(t, value))
         return self.name(t)
 
+    def local_root(self, e: ast.expr) -> bool:
+        """Whether ``e`` is a name, or an attribute or item chain from a local name."""
+        if isinstance(e, ast.Name):
+            return True
+        while isinstance(e, (ast.Attribute, ast.Subscript)):
+            e = e.value
+        return isinstance(e, ast.Name) and e.id in self.locals
+
+    def followed_container(self, obj: ast.expr, where: ast.AST, out: list[ast.stmt]) -> ast.Name:
+        """The container ``obj`` (``a.b``, ``a[i]``, ``self.items``) reads out of a
+        local ``a``, about to be written in place (``a.b[i] = v``, ``a[i][j] = v``,
+        ``self.items.append(v)``): bound to a fresh name, followed by identity
+        (``ad._rules_objects.follow_written``); ``a`` carries the derivative
+        (``written_roots``: activity seeds) and is followed from here, so reads
+        through it see the write (``ad._state``)."""
+        root = obj
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        if not (isinstance(root, ast.Name) and root.id in self.locals):
+            raise self.error(
+                where,
+                "a write into a container nested in a captured or global variable, or "
+                "in a call's result, is not supported; bind the container to a local "
+                "name first (d = G['a']; d['b'] = v) and pass G in as an argument",
+            )
+        self.written_roots.add(root.id)
+        out.append(self.assign(root.id, self.helper_call("_ad_follow", [self.name(root.id)])))
+        held = self.atom(obj, out)
+        t = self.fresh()
+        self.locals.add(t)
+        site = self.new(ast.Constant(f"{self.filename}:{self.lineno}"))
+        out.append(self.assign(t, self.helper_call("_ad_follow_written", [held, site])))
+        return self.name(t)
+
     def container_target(self, name: str) -> str:
         """Where a write into container ``name`` rebinds: the name itself when it
         is a local variable; for a captured or global container, a temporary
@@ -474,31 +508,7 @@ class _Normalizer:
         if isinstance(target, ast.Subscript):
             obj = target.value
             if not isinstance(obj, ast.Name):
-                # a.b[i] = v, a[i][j] = v: the container read out of a is written in
-                # place, followed by identity (ad._rules_objects.follow_written), and
-                # a carries the derivative (``written_roots``: activity seeds)
-                root = obj
-                while isinstance(root, (ast.Attribute, ast.Subscript)):
-                    root = root.value
-                if not (isinstance(root, ast.Name) and root.id in self.locals):
-                    raise self.error(
-                        target,
-                        "assignment into a nested subscript of a captured or global "
-                        "variable, or of a call's result, is not supported; bind the "
-                        "container to a local name first (d = G['a']; d['b'] = v) and "
-                        "pass G in as an argument",
-                    )
-                self.written_roots.add(root.id)
-                # followed from here: reads through it see the write (ad._state)
-                out.append(
-                    self.assign(root.id, self.helper_call("_ad_follow", [self.name(root.id)]))
-                )
-                held = self.atom(obj, out)
-                t = self.fresh()
-                self.locals.add(t)
-                site = self.new(ast.Constant(f"{self.filename}:{self.lineno}"))
-                out.append(self.assign(t, self.helper_call("_ad_follow_written", [held, site])))
-                obj = self.name(t)
+                obj = self.followed_container(obj, target, out)
             idx = self.index(target.slice, out)
             v = value if _is_atom(value) else self.bind(value, out)
             out.append(
@@ -573,9 +583,12 @@ class _Normalizer:
         elif isinstance(s, ast.Expr):
             if isinstance(s.value, ast.Constant):
                 return  # docstring or bare constant
-            if _is_append(s.value):
+            if _is_append(s.value) and self.local_root(s.value.func.value):  # type: ignore[attr-defined]
                 call = s.value
-                lst = call.func.value.id  # type: ignore[attr-defined]
+                receiver = call.func.value  # type: ignore[attr-defined]
+                if not isinstance(receiver, ast.Name):  # self.items.append(v)
+                    receiver = self.followed_container(receiver, call, out)
+                lst = receiver.id
                 v = self.atom(call.args[0], out)
                 out.append(
                     self.assign(
@@ -694,7 +707,7 @@ def _is_append(e: ast.expr) -> bool:
         isinstance(e, ast.Call)
         and isinstance(e.func, ast.Attribute)
         and e.func.attr == "append"
-        and isinstance(e.func.value, ast.Name)
+        and isinstance(e.func.value, (ast.Name, ast.Attribute, ast.Subscript))
         and len(e.args) == 1
         and not e.keywords
         and not isinstance(e.args[0], ast.Starred)
