@@ -21,6 +21,7 @@ from . import (
 from ._control import CONTROL_HELPERS
 from ._fast import FAST_HELPERS, FLAGS
 from ._fast_adjoint import mul_adjoint, pow_adjoint
+from ._fast_items import ITEM_HELPERS
 from ._fused import NOVALUE, fused_fit, fused_full, fused_seed, fused_shape
 from ._ownership import own
 from ._rules_containers import (
@@ -131,6 +132,7 @@ HELPERS: dict[str, Any] = {
     "_ad_ValueError": ValueError,
 }
 HELPERS.update(FAST_HELPERS)
+HELPERS.update(ITEM_HELPERS)  # list and dict reads on a lean tape (_fast_items)
 HELPERS.update(CONTROL_HELPERS)  # try, with and match (transform.patterns, tracking)
 for _op in [*BINOPS.values(), *UNARYOPS.values()]:
     HELPERS[f"_ad_op_{_op}"] = getattr(operator, _op)

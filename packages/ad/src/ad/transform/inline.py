@@ -18,7 +18,7 @@ from ._nodes import call as _call
 from ._nodes import const as _const
 from ._nodes import load as _ln
 
-__all__ = ["arithmetic", "fast_helper", "inline_adjoint", "inline_op"]
+__all__ = ["arithmetic", "fast_helper", "inline_adjoint", "inline_op", "item_adjoint", "item_read"]
 
 _INLINE_OPS = {"add": ast.Add, "sub": ast.Sub, "mul": ast.Mult, "truediv": ast.Div, "pow": ast.Pow}
 _Name, _Constant, _BinOp, _Compare = ast.Name, ast.Constant, ast.BinOp, ast.Compare
@@ -169,3 +169,28 @@ def inline_adjoint(
         n = args[1]
         call_stmt.value = _call("_ad_pow_adjoint", _ln("_ad_p", line), seed, n, line=line)
     return at(ast.If(test, body or [at(ast.Pass(), line)], [call_stmt]), line), body
+
+
+def item_read(value: ast.Call, target: ast.expr) -> bool:
+    """Whether ``target = value`` is an item read ``obj[key]`` (``_ad_op_getitem``)
+    for the lean tape of ``ad._fast_items``."""
+    func = value.func
+    return (
+        type(func) is _Name
+        and func.id == "_ad_op_getitem"  # type: ignore[attr-defined]
+        and len(value.args) == 2
+        and not value.keywords
+        and isinstance(target, ast.Name)
+    )
+
+
+def item_adjoint(seed: ast.expr, call_stmt: ast.Assign, line: int) -> tuple[ast.stmt, ast.Assign]:
+    """The adjoint of an item read: ``_ad_g1 = _ad_item_ct(_ad_p, seed)`` when the
+    tape holds a tuple (``ad._fast_items``), else ``call_stmt``, the pullback's call;
+    and that assignment (it writes the container's gradient slot)."""
+    partial = _assign("_ad_g1", _call("_ad_item_ct", _ln("_ad_p", line), seed, line=line), line)
+    test = at(
+        _Compare(_call("_ad_type", _ln("_ad_p", line), line=line), [_IS], [_ln("_ad_tuple", line)]),
+        line,
+    )
+    return at(ast.If(test, [partial], [call_stmt]), line), partial

@@ -52,7 +52,7 @@ from .guards import (
     rebound_names,
     returned_names,
 )
-from .inline import arithmetic, fast_helper, inline_adjoint, inline_op
+from .inline import arithmetic, fast_helper, inline_adjoint, inline_op, item_adjoint, item_read
 from .simplify import simplify_adjoint
 from .tracking import Track, WriteMarks, tracked_block, try_or_with
 from .writers import in_place_form
@@ -625,6 +625,12 @@ class _Gen:
             if isinstance(k.value, ast.Name) and k.value.id in active
         ]
         inline = None if self.pure or stars else inline_op(value, target, line)
+        read = (  # a key carrying a derivative (a rule's body at second order) is read plainly
+            inline is None
+            and not self.pure
+            and item_read(value, target)
+            and all(idx == 1 for idx, _ in inputs)
+        )
         if stars:
             # f(a, *b): one call with the parts, the inactive ones as constants
             inactive = sum(
@@ -644,6 +650,9 @@ class _Gen:
             # The adjoint handles tape entries (partials), so the helper may return
             # them instead of a pullback: it does for same-shape float arrays.
             rcall = at(_Call(_ln(fast_helper(func), line), value.args, []), line)
+        elif read:
+            # xs[i], d[k]: a tape entry for plain lists and dicts (ad._fast_items)
+            rcall = at(_Call(_ln("_ad_read_item", line), value.args, []), line)
         elif value.keywords:
             rcall = at(
                 _Call(
@@ -704,7 +713,8 @@ class _Gen:
                     line,
                 )
             ]
-        push, pop = self.record(pb, depth, line, pullback=True, signal=inline is None)
+        lean = inline is not None or read  # the tape may hold a tuple, not a pullback
+        push, pop = self.record(pb, depth, line, pullback=True, signal=not lean)
         fwd += push
         # Backward: seed, skip when the output's cotangent is zero.
         if len(tnames) == 1 and isinstance(target, ast.Name):
@@ -749,12 +759,15 @@ class _Gen:
             inner[1], partials = inline_adjoint(op, seed, used, inner[1], value.args, line)  # type: ignore[arg-type]
             for st in partials:
                 writes[st.targets[0].id].append((st.targets, 0))  # type: ignore[attr-defined]
+        elif read and 1 in used:
+            inner[1], partial = item_adjoint(seed, inner[1], line)
+            writes["_ad_g1"].append((partial.targets, 0))
         if depth == 0 and self.pure:
             pass
         elif depth == 0:  # the closure's cell: freed here when run once (see ``record``)
             self.dropped.append(pb)
             drop: list[ast.stmt] = [_assign(pb, _const(None, line), line)]
-            if inline is None:  # a fast path's entry is never a generated adjoint
+            if not lean:  # a fast path's entry is never a generated adjoint
                 drop.append(_expect("_ad_p", line))
             inner.insert(1, _if_once(drop, [], line))
         else:  # popped into _ad_p already
