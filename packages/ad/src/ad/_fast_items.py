@@ -34,7 +34,7 @@ from ._state import tracked
 __all__ = ["item_cotangent", "read_item"]
 
 _getitem = operator.getitem
-_DICT_TANGENT = Tangent[dict]
+_DICT_TANGENT = Tangent[dict]  # type: ignore[type-arg]
 _TO_REAL = ProjectTo(0.0)
 _Z = ZeroTangent()
 _ndarray = np.ndarray
