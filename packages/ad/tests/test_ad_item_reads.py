@@ -10,6 +10,7 @@ import pytest
 from ad_testing import fd_gradient
 
 import ad
+from rulescore import Tangent
 
 
 def loop_reads(xs):
@@ -126,3 +127,63 @@ def test_reads_of_a_captured_list_written_in_the_function():
         return log[-1] * x
 
     assert ad.gradient(f, 1.3)[0] == pytest.approx(3 * 1.3**2)
+
+
+# --- object fields (``read_attr``) ------------------------------------------------------
+
+
+class Params:
+    scale = 2.0  # a class attribute: the general path
+
+    def __init__(self, w, b):
+        self.w = w
+        self.b = b
+
+    @property
+    def w2(self):  # a property: the general path
+        return self.w * self.w
+
+    def model(self, x):
+        return np.sum(np.tanh(self.w * x + self.b))
+
+
+class Slotted:
+    __slots__ = ("w",)
+
+    def __init__(self, w):
+        self.w = w
+
+
+def fields(p):
+    return np.sum(p.w * p.b) + np.sum(p.w2) * p.scale + p.model(1.5)
+
+
+def _fields_hand(p):
+    t = 1.0 - np.tanh(p.w * 1.5 + p.b) ** 2
+    return p.b + 4.0 * p.w + 1.5 * t, p.w + t
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_fields_of_a_model_object(dtype):
+    p = Params(np.array([0.5, -1.0], dtype=dtype), np.array([0.2, 0.3], dtype=dtype))
+    (g,) = ad.gradient(fields, p)
+    gw, gb = _fields_hand(p)
+    np.testing.assert_allclose(g.w, gw, rtol=1e-5)
+    np.testing.assert_allclose(g.b, gb, rtol=1e-5)
+    assert g.w.dtype == dtype
+    ṗ = Tangent[Params](w=np.ones(2, dtype), b=np.zeros(2, dtype))
+    _, ẏ = ad.jvp(fields, (p,), (ṗ,))
+    assert ẏ == pytest.approx(float(np.sum(gw)), rel=1e-5)
+
+
+def test_fields_of_slots_and_of_an_object_written_in_the_function():
+    def f(x):
+        s = Slotted(x * 2.0)
+        p = Params(x, 1.0)
+        p.b = p.w * x  # written: followed by identity, read through the general path
+        return s.w * p.b + p.w
+
+    # f = 2x·x² + x
+    assert ad.gradient(f, 1.3)[0] == pytest.approx(6 * 1.3**2 + 1)
+    assert ad.jvp(f, (1.3,), (1.0,))[1] == pytest.approx(6 * 1.3**2 + 1)
+    assert ad.hessian(f, 1.3) == pytest.approx(12 * 1.3)

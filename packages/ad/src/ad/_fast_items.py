@@ -1,20 +1,28 @@
-"""Reads of list and dict items on a lean tape (first-order reverse mode).
+"""Reads of list and dict items and of object fields on a lean tape (first-order
+reverse mode).
 
-``t = xs[i]`` and ``t = d[k]`` are the commonest operations of scalar code and of
-parameters kept in a dict. Generated code calls ``read_item(obj, key)``: for a
-plain list read at an int, a float entry, and for a plain dict, neither
-followed by identity (``ad._state``), it returns the value and a tuple for the
-tape, ``(n, k)`` or ``(None, key, value)``; the adjoint turns that tuple and the
-value's cotangent into the container's cotangent (``item_cotangent``), exactly
-what ``rules``' getitem pullbacks return, without a closure or a rule dispatch.
-Anything else goes through ``rcall(operator.getitem, ...)``, whose pullback the
-adjoint calls as for any call.
+``t = xs[i]``, ``t = d[k]`` and ``t = o.w`` are the commonest operations of scalar
+code and of parameters kept in a dict, a dataclass or a model object. Generated
+code calls ``read_item(obj, key)`` and ``read_attr(obj, name)``: for a plain list
+read at an int, a float entry, for a plain dict, and for a field in a user
+object's ``__dict__`` that no descriptor or ``__getattribute__`` stands in front
+of, none of them followed by identity (``ad._state``), they return the value and
+a tuple for the tape, ``(n, k)``, ``(None, key, value)`` or ``(cls, name)``; the
+adjoint turns that tuple and the value's cotangent into the container's or the
+object's cotangent (``item_cotangent``), exactly what the getitem and getattr
+pullbacks return, without a closure or a rule dispatch. Anything else goes
+through ``rcall``, whose pullback the adjoint calls as for any call.
 
 >>> import ad
 >>> def f(xs, d):
 ...     return xs[0] * xs[1] + d["w"] * xs[0]
 >>> ad.gradient(f, [2.0, 3.0], {"w": 4.0})
 ([7.0, 2.0], {'w': 2.0})
+>>> class P:
+...     def __init__(self, w):
+...         self.w = w
+>>> ad.gradient(lambda p: p.w * p.w, P(3.0))
+(Tangent[P](w=6.0),)
 """
 
 from __future__ import annotations
@@ -29,9 +37,10 @@ from rules._sequences import entry_cotangent
 from rulescore import AbstractZero, ProjectTo, Tangent, ZeroTangent, unthunk
 
 from ._fast import RCALL
-from ._state import tracked
+from ._rules_objects import getattr_, read_route
+from ._state import stateful, tracked
 
-__all__ = ["item_cotangent", "read_item"]
+__all__ = ["item_cotangent", "read_attr", "read_item"]
 
 _getitem = operator.getitem
 _DICT_TANGENT = Tangent[dict]  # type: ignore[type-arg]
@@ -57,15 +66,34 @@ def read_item(obj: Any, key: Any) -> tuple[Any, Any]:
     return RCALL[0](_getitem, obj, key)
 
 
+def read_attr(obj: Any, name: str) -> tuple[Any, Any]:
+    """``obj.name`` and its tape entry: a tuple (see the module), or a pullback."""
+    d = getattr(obj, "__dict__", None)
+    if (
+        d is not None
+        and name in d
+        and stateful(obj)  # a user class's instance (not numpy's, a number's, a class)
+        and read_route(obj, name) is None  # no property, descriptor or __getattribute__
+        and tracked(obj) is None
+    ):
+        v = d[name]
+        if getattr(v, "__self__", None) is not obj:  # not a method bound to obj itself
+            return v, (type(obj), name)
+    return RCALL[0](getattr_, obj, name)
+
+
 def item_cotangent(tape: tuple, ȳ: Any) -> Any:
-    """The container's cotangent for the read ``tape`` records, given the value's."""
+    """The container's or object's cotangent for the read ``tape`` records, given
+    the value's."""
     if type(ȳ) is not float:
         ȳ = unthunk(ȳ)
         if isinstance(ȳ, AbstractZero):
             return _Z
-    n = tape[0]
-    if n is not None:  # a list's float entry
-        return entry_cotangent(n, tape[1], ȳ if type(ȳ) is float else _TO_REAL(ȳ))
+    head = tape[0]
+    if type(head) is int:  # a list's float entry
+        return entry_cotangent(head, tape[1], ȳ if type(ȳ) is float else _TO_REAL(ȳ))
+    if head is not None:  # an object's field
+        return Tangent[head]._from_backing({tape[1]: ȳ})  # type: ignore[misc]
     v = tape[2]
     if type(ȳ) is not type(v) or (
         type(v) is _ndarray and (ȳ.shape != v.shape or ȳ.dtype != v.dtype)
@@ -77,5 +105,6 @@ def item_cotangent(tape: tuple, ȳ: Any) -> Any:
 #: the names generated code calls them by (``transform.reverse``)
 ITEM_HELPERS: dict[str, Callable] = {
     "_ad_read_item": read_item,
+    "_ad_read_attr": read_attr,
     "_ad_item_ct": item_cotangent,
 }

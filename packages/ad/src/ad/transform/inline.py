@@ -171,17 +171,19 @@ def inline_adjoint(
     return at(ast.If(test, body or [at(ast.Pass(), line)], [call_stmt]), line), body
 
 
-def item_read(value: ast.Call, target: ast.expr) -> bool:
-    """Whether ``target = value`` is an item read ``obj[key]`` (``_ad_op_getitem``)
-    for the lean tape of ``ad._fast_items``."""
+_READS = {"_ad_op_getitem": "_ad_read_item", "_ad_getattr": "_ad_read_attr"}
+
+
+def item_read(value: ast.Call, target: ast.expr) -> str | None:
+    """For ``target = value`` an item read ``obj[key]`` (``_ad_op_getitem``) or a
+    field read ``obj.name`` (``_ad_getattr``), the helper that reads it for the lean
+    tape of ``ad._fast_items``; else None."""
     func = value.func
-    return (
-        type(func) is _Name
-        and func.id == "_ad_op_getitem"  # type: ignore[attr-defined]
-        and len(value.args) == 2
-        and not value.keywords
-        and isinstance(target, ast.Name)
-    )
+    if type(func) is not _Name or value.keywords or len(value.args) != 2:
+        return None
+    if not isinstance(target, ast.Name):
+        return None
+    return _READS.get(func.id)  # type: ignore[attr-defined]
 
 
 def item_adjoint(seed: ast.expr, call_stmt: ast.Assign, line: int) -> tuple[ast.stmt, ast.Assign]:

@@ -628,8 +628,8 @@ class _Gen:
         read = (  # a key carrying a derivative (a rule's body at second order) is read plainly
             inline is None
             and not self.pure
-            and item_read(value, target)
             and all(idx == 1 for idx, _ in inputs)
+            and item_read(value, target)
         )
         if stars:
             # f(a, *b): one call with the parts, the inactive ones as constants
@@ -651,8 +651,8 @@ class _Gen:
             # them instead of a pullback: it does for same-shape float arrays.
             rcall = at(_Call(_ln(fast_helper(func), line), value.args, []), line)
         elif read:
-            # xs[i], d[k]: a tape entry for plain lists and dicts (ad._fast_items)
-            rcall = at(_Call(_ln("_ad_read_item", line), value.args, []), line)
+            # xs[i], d[k], o.w: a tape entry for plain lists, dicts, objects (ad._fast_items)
+            rcall = at(_Call(_ln(read, line), value.args, []), line)
         elif value.keywords:
             rcall = at(
                 _Call(
