@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import numbers
 import sys
@@ -34,6 +35,8 @@ __all__ = ["code_adjoint", "gradient", "pullback", "user_results", "withgradient
 
 _FunctionType = types.FunctionType
 _RRULES = rrule.table._rules
+_partial = functools.partial
+_ZERO = ZeroTangent()
 _PLAIN: frozenset = frozenset([float])
 _SEEDS: dict = {float: 1.0}
 _np = sys.modules.get("numpy")
@@ -65,11 +68,34 @@ def _unscoped_top_call(
     # At the top level nobody asks for f's own tangent: captured variables
     # are constants, so work that only feeds them is never done. ``novalue``: nor
     # for the value (``gradient``), which a fused sum that is returned may skip.
+    if type(f) is _partial and type(f.func) is _FunctionType and f.func not in _RRULES:
+        if f not in _RRULES:  # a partial with rules of its own is called through them
+            return _partial_call(f, args, kwargs or {})
     if kwargs:
         return _keyword_call(f, args, kwargs)
     if type(f) is _FunctionType and f not in _RRULES:
         return call_function(f, args, None, False, novalue=novalue)
     return rcall(f, *args)
+
+
+def _partial_call(p: functools.partial, args: tuple, kwargs: dict) -> tuple[Any, Callable]:
+    """``p(*args, **kwargs)`` at the top level: the function ``p`` wraps, called with
+    the bound arguments (data, as a captured variable is) inactive, so nothing is
+    computed for them; the pullback returns ``(∂p, ∂args...)`` as for ``p`` itself."""
+    fn: types.FunctionType = p.func  # type: ignore[assignment]  # the caller checked it
+    nb = len(p.args)
+    keywords = {**p.keywords, **kwargs}
+    mask = (1 << nb) - 1 | (_keyword_mask(fn, keywords) if keywords else 0)
+    y, pb = call_function(fn, (*p.args, *args), keywords or None, False, inactive=mask)
+    n = len(args)
+
+    def top_partial_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+        if ONCE.expect is not None:
+            _handoff(pb, _once)
+        cts = pb(ȳ)
+        return (_ZERO, *cts[1 + nb : 1 + nb + n])
+
+    return y, top_partial_pullback
 
 
 def _keyword_call(f: Callable, args: tuple, kwargs: dict) -> tuple[Any, Callable]:
