@@ -213,8 +213,8 @@ def load_scale(tmp_path):
             PAIRS,
             marks=pytest.mark.xfail(
                 strict=True,
-                reason="known gap: a class constructed inside f is not followed by forward "
-                "over forward (unfold has no constructor case; a clear NoRuleError)",
+                reason="known gap: forward over forward does not follow an object's fields "
+                "(a clear error at the user's line: test_ad_nested_in_place.py)",
             ),
         ),
     ],

@@ -11,7 +11,7 @@ import pytest
 from rules_testing import RulesOnly
 
 import rules  # noqa: F401  (registers the rules)
-from rulescore import frule, rrule
+from rulescore import Tangent, ZeroTangent, frule, rrule
 from rulestest import test_frule, test_rrule
 
 CONFIG = RulesOnly()
@@ -87,3 +87,67 @@ def test_map_and_filter_frules_push_tangents_elementwise():
     assert ys == [0.0, math.sin(0.5)] and ẏs == [1.0, 2.0 * math.cos(0.5)]
     ys, ẏs = frule((None, None, [1.0, 2.0, 3.0]), filter, lambda v: v > 0, [0.3, -2.0, 1.0])
     assert ys == [0.3, 1.0] and ẏs == [1.0, 3.0]
+
+
+# --- pullbacks that must run (the ``must_run`` convention) ----------------------------
+
+
+class MustRun:
+    """A pullback that must run even on a zero cotangent (as ad's ``Stateful``)."""
+
+    must_run = True
+
+    def __init__(self, pb):
+        self.pb = pb
+
+    def __call__(self, ȳ):
+        return self.pb(ȳ)
+
+
+class Recording(RulesOnly):
+    """``rrule_via_ad`` by rules whose pullbacks record the cotangents they run
+    with; a pullback is a ``MustRun`` when ``must`` says so of the call's last argument."""
+
+    def __init__(self, must):
+        self.must = must
+        self.ran = []
+
+    def rrule_via_ad(self, f, *args):
+        y, pb = super().rrule_via_ad(f, *args)
+
+        def recording_pullback(ȳ):
+            self.ran.append((args[-1], ȳ))
+            return pb(ȳ)
+
+        return y, (MustRun(recording_pullback) if self.must(args[-1]) else recording_pullback)
+
+
+def test_map_runs_an_item_pullback_that_must_run_on_a_zero_cotangent():
+    config = Recording(lambda x: x == 2.0)
+    ys, pb = rrule(config, map, math.sin, [1.0, 2.0, 3.0])
+    assert ys == [math.sin(1.0), math.sin(2.0), math.sin(3.0)]
+    assert type(pb) is MustRun  # its caller must run it too
+    assert pb(ZeroTangent())[2] == ZeroTangent()
+    assert config.ran == [(2.0, ZeroTangent())]  # only the one that must run
+    config.ran.clear()
+    out = pb([ZeroTangent(), ZeroTangent(), 2.0])
+    assert config.ran == [(3.0, 2.0), (2.0, ZeroTangent())]
+    assert out[2] == Tangent[list](ZeroTangent(), ZeroTangent(), 2.0 * math.cos(3.0))
+
+
+def test_map_and_reduce_skip_pullbacks_that_may_be_skipped():
+    config = Recording(lambda x: False)
+    _, pb = rrule(config, map, math.sin, [1.0, 2.0])
+    assert type(pb) is not MustRun
+    pb([ZeroTangent(), 1.0])
+    assert config.ran == [(2.0, 1.0)]
+    _, pb = rrule(config, functools.reduce, operator.mul, [1.0, 2.0, 3.0])
+    assert type(pb) is not MustRun
+
+
+def test_reduce_returns_a_pullback_that_must_run():
+    config = Recording(lambda x: x == 3.0)
+    y, pb = rrule(config, functools.reduce, operator.mul, [1.0, 2.0, 3.0])
+    assert y == 6.0 and type(pb) is MustRun
+    assert pb(1.0)[2] == Tangent[list](6.0, 3.0, 2.0)  # d(x0 x1 x2)/dxi
+    assert [x for x, _ in config.ran] == [3.0, 2.0]

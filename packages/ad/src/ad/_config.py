@@ -31,6 +31,7 @@ class ADConfig(RuleConfig, HasReverseMode, HasForwardsMode):
 
     def rrule_via_ad(self, f: Any, *args: Any, **kwargs: Any) -> Any:
         from ._runtime import rcall, rcall_kw
+        from ._state import keep_stateful
 
         if kwargs:
             y, pb = rcall_kw(f, args, kwargs)
@@ -39,7 +40,7 @@ class ADConfig(RuleConfig, HasReverseMode, HasForwardsMode):
             def via_ad_pullback(ȳ: Any) -> tuple:
                 return pb(ȳ)[: n + 1]
 
-            return y, via_ad_pullback
+            return y, keep_stateful(pb, via_ad_pullback)
         y, pb = rcall(f, *args)
 
         def rrule_via_ad_pullback(ȳ: Any) -> tuple:
@@ -47,7 +48,8 @@ class ADConfig(RuleConfig, HasReverseMode, HasForwardsMode):
             # which a caller running once could tell to free its tape (_runtime.claim).
             return pb(ȳ)
 
-        return y, rrule_via_ad_pullback
+        # A call that wrote must run whatever its cotangent: the rule sees it (``must_run``).
+        return y, keep_stateful(pb, rrule_via_ad_pullback)
 
     def frule_via_ad(self, tangents: tuple, f: Any, *args: Any, **kwargs: Any) -> Any:
         """``(y, ẏ)`` of ``f(*args)`` pushed along ``tangents = (ḟ, ẋ1, ...)``.

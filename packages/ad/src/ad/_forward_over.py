@@ -48,6 +48,7 @@ from . import (
 )
 from ._accumulate import field_ct, fn_tangent
 from ._config import ADConfig
+from .errors import MutationError
 
 __all__ = ["forward_over_fcall", "nested_pushforward"]
 
@@ -254,6 +255,8 @@ def forward_over(
         return (y, ẏ), _forward.tan_tuple(y_o, ẏ_o)
     if op is _rules_objects.append and not kwargs:  # lst.append(v): once, tangents beside
         return _over_append(ts, args, ṫs, ȧ)
+    if _forward._hashable(op) and op in _FIELD_WRITES and len(args) == 3:
+        raise _field_write_refused(*args)
     plain = op not in _SELF and (not _forward._hashable(op) or op not in _forward._FRULES)
     if plain and _plain_calls.library_callable(op):  # library code: as plain Python
         return _over_plain(op, ts, args, kwargs, kw_ts, ṫs, ȧ, k̇w, k̇w_ts)
@@ -273,6 +276,36 @@ def _over_append(ts: tuple, args: tuple, ṫs: tuple, ȧ: tuple) -> tuple[Any, A
     y_o = _forward.tan_list(*_forward.entries(ȧ[0], n, before), ȧ[1])
     ẏ_o = _forward.tan_list(*_forward.entries(ṫs[1], n, before), ṫs[2])
     return (y, ẏ), _forward.tan_tuple(y_o, ẏ_o)
+
+
+def _field_writes() -> frozenset:
+    from ._helpers import setattr_
+
+    return frozenset([setattr_, _rules_objects.setattr_object, _rules_objects.setdict])
+
+
+#: the helpers writing an object's field (``obj.name = value`` in generated code)
+_FIELD_WRITES = _field_writes()
+
+
+def _field_write_refused(obj: Any, name: Any, value: Any) -> MutationError:
+    """A field write pushed forward twice. Forward mode keeps the tangents of an
+    object's written fields by identity (``ad._state``), so that reads through any
+    name (the caller of a method that wrote ``self``) find them; forward over
+    forward would need the outer tangents of those inner tangents kept the same
+    way, which it does not do: pushed forward as source, the write's rule lost
+    them (a wrong second derivative, or an error naming a line inside ad)."""
+    site = _nested.user_site()
+    return MutationError(
+        f"{site}: the field {name!r} of a {type(obj).__name__} object is written under "
+        "forward over forward mode (ad.jvp inside ad.jvp, or a third derivative ending "
+        "in two forward passes), which does not follow the derivatives of an object's "
+        "fields written while it differentiates.\n"
+        "To fix: take this derivative with reverse mode on one of the levels (ad.hessian, "
+        "ad.hvp, ad.jvp over ad.gradient or ad.gradient over ad.jvp follow such writes), "
+        "or compute the value without writing the field (pass it as an argument or "
+        "return it)."
+    )
 
 
 def _over_plain(
@@ -348,6 +381,14 @@ def unfold(op: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict) -> tuple:
         return op2, args2, kwargs2, call_tmap
     if _plain_calls.library_callable(op):
         return _unfold_plain(op, args, kwargs)
+    if isinstance(op, type):
+        raise _nested._unsupported(
+            f"a {op.__name__} object is constructed under forward over forward mode (ad.jvp "
+            "inside ad.jvp), which does not follow the fields a constructor writes",
+            "take this derivative with reverse mode on one of the levels (ad.hessian, "
+            "ad.hvp, ad.jvp over ad.gradient or ad.gradient over ad.jvp follow such "
+            f"objects), or build the {op.__name__} outside the function differentiated twice",
+        )
     raise _nested._unsupported(
         f"cannot push forward the forward-mode call of {_forward._fname(op)} again (forward "
         "over forward supports Python functions, functions with an frule, and methods)",

@@ -39,13 +39,41 @@ _Z = ZeroTangent()
 _NO = NoTangent()
 
 
+def fresh(x: Any) -> Any:
+    """``x`` with its arrays and lists copied: what each evaluation of the user's
+    function is given. ``f`` may update its argument in place where ``gradient``
+    accepts it (``x *= 2.0``); the second derivatives evaluate ``f`` several times
+    (the check of its output, one pass per column), and neither the user's array
+    nor the next pass may see an earlier pass's write."""
+    kind = type(x)
+    if kind is np.ndarray:
+        return x.copy()
+    if kind is list or kind is tuple:
+        return kind(fresh(e) for e in x)
+    return x
+
+
+@rrule.register(fresh, config=ADConfig)
+def _(config: Any, x: Any) -> Any:
+    def fresh_pullback(ȳ: Any) -> tuple:
+        return (_NO, ȳ)
+
+    return fresh(x), fresh_pullback
+
+
+@frule.register(fresh, config=ADConfig)
+def _(config: Any, ḟ: Any, ẋ: Any, x: Any) -> Any:
+    return fresh(x), ẋ
+
+
 def _first_gradient(f: Callable, x: Any) -> Any:
     """``∇f(x)``: the function whose derivative is the Hessian."""
-    return gradient(f, x)[0]
+    return gradient(f, fresh(x))[0]
 
 
 def _check_scalar(name: str, f: Callable, args: tuple) -> None:
-    _refuse_vector(f(*args), f, name, "the Hessian of a vector-valued function is a 3-index array")
+    y = f(*fresh(args))
+    _refuse_vector(y, f, name, "the Hessian of a vector-valued function is a 3-index array")
 
 
 def _refuse_vector(y: Any, f: Callable, name: str, why: str) -> None:
@@ -136,10 +164,10 @@ def hessian_reverse(f: Callable, x: Any) -> Any:
     try:
         _check_scalar("hessian_reverse", f, (x,))
         if _is_number(x):
-            ct = jacobian(lambda x: gradient_pure(f, x), float(x), mode="reverse")[0]
+            ct = jacobian(lambda x: gradient_pure(f, fresh(x)), float(x), mode="reverse")[0]
             return float(np.asarray(ct).reshape(-1)[0])
         _as_array("hessian_reverse", x)
-        return jacobian(lambda x: gradient_pure(f, x), x, mode="reverse")[0]
+        return jacobian(lambda x: gradient_pure(f, fresh(x)), x, mode="reverse")[0]
     except Exception as e:
         if hide_internals(e):  # Python 3.10: see ad._tracebacks
             raise e
@@ -161,7 +189,7 @@ def _hvp_kernel(f: Callable, ts: tuple, args: tuple) -> Any:
     Its parameters are fixed (``args`` is one tuple): differentiating it again,
     reverse over forward over forward mode at fourth order, follows only functions
     of plain positional parameters."""
-    y, ẏ = fcall_pair(f, ts, *args)
+    y, ẏ = fcall_pair(f, ts, *fresh(args))
     _scalar_output(y, f)
     if type(y) is tuple:
         ẏ = split(ẏ, len(y))[0]

@@ -40,6 +40,8 @@ ad.errors.MutationError: ...: 'v' is updated in place, but it is a view of anoth
 from __future__ import annotations
 
 import copy
+import dis
+import inspect
 import os
 import sys
 import types
@@ -186,6 +188,9 @@ def _slow(
     """Account for the ``n`` references to ``x`` beyond its variable ``var``
     (and for the ``nb`` ones to a view's base beyond the view)."""
     frame = sys._getframe(2)
+    # ``own`` itself, called by forward mode's dispatch (forward over forward runs
+    # the nested pushforward's ``own(..., forward=True)`` as one more call)
+    me = sys._getframe(1)
     if _Holders(x, var, n).explained(frame) and (
         not nb or _Holders(base, var, nb, x).explained(frame)
     ):
@@ -194,12 +199,12 @@ def _slow(
             return x
         return x.copy() if isinstance(x, _ndarray) else copy.copy(x)
     found = _Holders(x, var, within=within)
-    found.search(frame)
+    found.search(frame, callee=me)
     unexplained = n - found.internal - len(found.users)
     if nb:
         # The memory belongs to ``base``: every holder of base sees the write.
         of_base = _Holders(base, var, view=x)
-        of_base.search(frame)
+        of_base.search(frame, callee=me)
         extra = nb - of_base.internal - len(of_base.users)
         if of_base.users or extra > 0 or (not active and of_base.internal):
             raise MutationError(_view_message(name, site, of_base.users))
@@ -258,20 +263,33 @@ class _Holders:
                     return True
         return False
 
-    def search(self, frame: types.FrameType | None, internal: bool = True) -> None:
+    def search(
+        self,
+        frame: types.FrameType | None,
+        internal: bool = True,
+        callee: types.FrameType | None = None,
+    ) -> None:
         """Count the AD's references (unless not ``internal``) and name the user's
-        holders, in the generated and runtime frames from ``frame`` outwards."""
+        holders, in the generated and runtime frames from ``frame`` outwards
+        (``callee``: the frame ``frame`` called, ``own``'s)."""
         first = True
-        callee: types.FrameType | None = None  # the generated frame this one called
+        # the call ``frame`` is making: of a generated frame, or of ``own`` itself,
+        # passes keyword arguments through ``f(*args, **kwargs)`` (_keyword_call_copies)
+        keyword_callee = callee
         while frame is not None:
             code = frame.f_code
             generated = code.co_name in _GENERATED
-            if generated or code.co_filename.startswith(_INTERNAL):
+            ours = code.co_filename.startswith(_INTERNAL)
+            if generated or ours:
                 own_codes = {id(c) for c in code.co_consts if isinstance(c, types.CodeType)}
                 free = code.co_freevars  # cells of an enclosing frame: counted there, if at all
                 variables = _locals(frame)
                 if internal and callee is not None and not generated:
-                    self.internal += _keyword_call_copies(self.target, callee, variables)
+                    if keyword_callee is not None:
+                        self.internal += _keyword_call_copies(
+                            self.target, keyword_callee, variables
+                        )
+                    self.internal += _star_call_tuple(self.target, frame, callee, variables)
                 for k, v in variables:
                     if k in free:
                         continue
@@ -281,13 +299,16 @@ class _Holders:
                         and (k == self.name or (self.within is not None and v is self.within))
                     ):
                         continue  # the variable being written (or, for its base, the view)
-                    if not generated or k.startswith(_PREFIXES):
+                    # the AD's own code, differentiated again (the kernels of hessian and
+                    # hvp, a rule's body): all its variables are the AD's
+                    if not generated or ours or k.startswith(_PREFIXES):
                         if internal:
                             self.count(v, _DEPTH, own_codes)
                     elif self.holds(v, 3):
                         self.users.append(k if first else f"{k} (in {_where(frame)})")
                 first = first and not generated
-            callee = frame if generated else None
+            callee = frame if generated or ours else None
+            keyword_callee = frame if generated else None
             frame = frame.f_back
 
     def callers(self, frame: types.FrameType | None, limit: int = 3) -> None:
@@ -408,6 +429,38 @@ def _keyword_call_copies(target: Any, callee: types.FrameType, variables: list) 
     return _KEYWORD_COPIES * sum(1 for a in args if a is target)
 
 
+_CALL_FUNCTION_EX = dis.opmap.get("CALL_FUNCTION_EX", -1)
+
+
+def _star_call_tuple(
+    target: Any, frame: types.FrameType, callee: types.FrameType, variables: list
+) -> int:
+    """The references to ``target`` in the tuple of positional arguments that the
+    call ``frame`` is making, ``g(a, *b, **k)`` (``CALL_FUNCTION_EX``), builds and
+    keeps on its stack while ``g`` (the frame ``callee``) runs, out of sight of any
+    variable: forward mode's dispatch of an ``frule`` (``rule.impl(CONFIG, *ts,
+    *args, **kw)``), met when a write runs under ``gradient``'s ``frule`` (``hessian``).
+    None when the tuple is one of ``frame``'s variables (``g(*args)``), counted there."""
+    code = frame.f_code
+    lasti = frame.f_lasti
+    if lasti < 0 or code.co_code[lasti] != _CALL_FUNCTION_EX:
+        return 0
+    c = callee.f_code
+    mine = dict(_locals(callee))
+    positional = [mine.get(n) for n in c.co_varnames[: c.co_argcount]]
+    if c.co_flags & inspect.CO_VARARGS:
+        rest = mine.get(c.co_varnames[c.co_argcount + c.co_kwonlyargcount])
+        positional.extend(rest if type(rest) is tuple else ())
+    hits = sum(1 for a in positional if a is target)
+    if not hits:
+        return 0
+    for _, v in variables:
+        if type(v) is tuple and len(v) == len(positional):
+            if all(a is b for a, b in zip(v, positional)):
+                return 0  # g(*args): the variable's own tuple
+    return hits
+
+
 _SLOTS: dict[type, tuple[str, ...]] = {}
 
 
@@ -431,11 +484,13 @@ def _fields(v: Any) -> list[Any]:
 
 
 def _locals(frame: types.FrameType) -> list[tuple[str, Any]]:
-    """A frame's variables, read without leaving references behind (before 3.13,
-    ``f_locals`` is a snapshot dict kept on the frame: emptied after reading)."""
+    """A frame's variables, read without leaving references behind (before 3.13, a
+    function's ``f_locals`` is a snapshot dict kept on the frame: emptied after
+    reading). A module's or class body's ``f_locals`` is its namespace itself
+    (a script's globals): never emptied."""
     d = frame.f_locals
     items = list(d.items())
-    if type(d) is dict:
+    if type(d) is dict and frame.f_code.co_flags & inspect.CO_OPTIMIZED:
         d.clear()
     return items
 

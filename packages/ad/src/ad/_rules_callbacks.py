@@ -20,8 +20,9 @@ runs even when no cotangent reaches the rule's value (``min(objs, key=lambda o:
 o.touch())`` whose value is unused, or is read only through the objects the key
 wrote), and runs each call's pullback, so that the cotangents that reads after
 the call left in the pass's store reach the writes. ``map`` and
-``functools.reduce`` (``rules``' own rules call their function through the AD
-already) get the same here.
+``functools.reduce`` need nothing here: ``rules``' own rules call their function
+through the AD already, and run (and return) a pullback that must run, such as
+a ``Stateful`` one, by the ``must_run`` convention of ``rules._higher_order``.
 """
 
 from __future__ import annotations
@@ -489,73 +490,3 @@ def _filter_frule(config: Any, ḟ: Any, ṗ: Any, ẋs: Any, pred: Any, xs: Any
 
 
 frule.register(filter, config=ADConfig)(_filter_frule)
-
-
-# --- map and functools.reduce -----------------------------------------------------------
-# ``rules``' own (``rules._higher_order``) differentiate the function through the AD
-# already; under ad they must also see its writes: then each call's pullback runs,
-# whatever cotangent reaches its value (none, for a ``map`` whose value is unused).
-
-
-def _map_rule(config: Any, f: Any, *xs: Any) -> Any:
-    columns = [list(x) for x in xs]
-    n = min((len(c) for c in columns), default=0)
-    before = _state.WRITES[0]
-    ys, pbs = [], []
-    for i in range(n):
-        y, pb = rrule_via_ad(config, f, *(c[i] for c in columns))
-        ys.append(y)
-        pbs.append(pb)
-    wrote = _state.WRITES[0] != before
-
-    def map_pullback(ȳ: Any) -> tuple:
-        cts = seq_entries(ȳ, n) if not isinstance(unthunk(ȳ), AbstractZero) else [_Z] * n
-        df: Any = _Z
-        per = [[_Z] * len(c) for c in columns]
-        for i in reversed(range(n)):
-            if not wrote and isinstance(unthunk(cts[i]), AbstractZero):
-                continue
-            out = pbs[i](cts[i])
-            df = _add(df, out[0])
-            for j in range(len(xs)):
-                per[j][i] = out[1 + j]
-        return (_NO, df, *(_as_input(x, p) for x, p in zip(xs, per)))
-
-    return _returning(ys, map_pullback, pbs if wrote else None)
-
-
-rrule.register(map, config=ADConfig)(_map_rule)
-
-
-def _reduce_rule(config: Any, f: Any, xs: Any, *init: Any) -> Any:
-    items = list(xs)
-    if init:
-        value, rest, offset = init[0], items, 0
-    else:
-        if not items:
-            raise TypeError("reduce() of empty iterable with no initial value")
-        value, rest, offset = items[0], items[1:], 1
-    before = _state.WRITES[0]
-    pbs = []
-    for x in rest:
-        value, pb = rrule_via_ad(config, f, value, x)
-        pbs.append(pb)
-
-    def reduce_pullback(ȳ: Any) -> tuple:
-        d_value = ȳ
-        df: Any = _Z
-        entries: list[Any] = [_Z] * len(items)
-        for k in reversed(range(len(pbs))):
-            out = pbs[k](d_value)
-            df = _add(df, out[0])
-            d_value = out[1]
-            entries[k + offset] = out[2]
-        if init:
-            return (_NO, df, _as_input(xs, entries), d_value)
-        entries[0] = d_value
-        return (_NO, df, _as_input(xs, entries))
-
-    return _returning(value, reduce_pullback, pbs if _state.WRITES[0] != before else None)
-
-
-rrule.register(functools.reduce, config=ADConfig)(_reduce_rule)

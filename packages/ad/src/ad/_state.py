@@ -363,9 +363,12 @@ def followed(obj: Any, forward: bool = False) -> bool:
 
 class Stateful:
     """A pullback that must run even when its input cotangent is zero: it hands
-    on the cotangents of writes that reads through other names left in the store."""
+    on the cotangents of writes that reads through other names left in the store.
+    ``must_run``: the convention by which ``rules``' ``map`` and ``reduce`` see it
+    (``rules._higher_order``)."""
 
     __slots__ = ("pb",)
+    must_run = True
 
     def __init__(self, pb: Any) -> None:
         self.pb = pb

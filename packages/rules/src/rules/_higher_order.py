@@ -7,6 +7,19 @@ than lazy iterators, so that each element can send its derivative back.
 ``sorted``'s ``key`` and ``filter``'s predicate are not differentiated: no
 derivative flows through a comparison. The frules of ``map`` and ``reduce``
 push tangents through ``frule_via_ad`` (configs with ``HasForwardsMode``).
+
+Pullbacks that must run. An AD may hand back, from ``rrule_via_ad``, a pullback
+that must be called even when its cotangent is zero: it carries the derivative
+of a side effect of the call (ad's ``Stateful``: the function wrote an object
+or a container that code after the call reads). Such a pullback's class has a
+true class attribute ``must_run`` and its constructor wraps a pullback:
+``type(pb)(outer)`` is a pullback of the same kind running ``outer``. The rules
+here follow that convention: ``map`` skips the pullback of an item whose
+cotangent is zero only when it may be skipped (``must_run`` false or absent),
+and a rule that got a pullback that must run returns its own pullback wrapped
+in that class, so that its caller runs it too. (``map(f, xs)`` whose value is
+unused, with ``f`` writing an object that is read later: without this, the
+writes' derivative would be lost.)
 """
 
 from __future__ import annotations
@@ -51,6 +64,20 @@ def _add(a: Any, b: Any) -> Any:
     return unthunk(a) + unthunk(b)
 
 
+def _must_run(pb: Any) -> bool:
+    """Whether the pullback ``pb`` must run even on a zero cotangent (see above)."""
+    return getattr(type(pb), "must_run", False) is True
+
+
+def _returning(y: Any, pullback: Any, pbs: list) -> tuple:
+    """A rule's ``(y, pullback)``: ``pullback`` wrapped like the first of the
+    pullbacks it runs (``pbs``) that must run, if one must (see above)."""
+    for pb in pbs:
+        if _must_run(pb):
+            return y, type(pb)(pullback)
+    return y, pullback
+
+
 @rrule.register(map, config=HasReverseMode)
 def _(config: Any, f: Any, *xs: Any) -> Any:
     columns = [list(x) for x in xs]
@@ -66,7 +93,7 @@ def _(config: Any, f: Any, *xs: Any) -> Any:
         df: Any = _ZERO
         per = [[_ZERO] * len(c) for c in columns]
         for i in reversed(range(n)):
-            if isinstance(unthunk(cts[i]), AbstractZero):
+            if isinstance(unthunk(cts[i]), AbstractZero) and not _must_run(pbs[i]):
                 continue
             out = pbs[i](cts[i])
             df = _add(df, out[0])
@@ -74,7 +101,7 @@ def _(config: Any, f: Any, *xs: Any) -> Any:
                 per[j][i] = out[1 + j]
         return (_NO, df, *(_input_cotangent(x, p) for x, p in zip(xs, per)))
 
-    return ys, map_pullback
+    return _returning(ys, map_pullback, pbs)
 
 
 @rrule.register(functools.reduce, config=HasReverseMode)
@@ -105,7 +132,7 @@ def _(config: Any, f: Any, xs: Any, *init: Any) -> Any:
         entries[0] = d_acc
         return (_NO, df, _input_cotangent(xs, entries))
 
-    return acc, reduce_pullback
+    return _returning(acc, reduce_pullback, pbs)
 
 
 @rrule.register(sorted)

@@ -336,6 +336,23 @@ def _holder_builds(fn: ast.FunctionDef, resolve: Any) -> set[str]:
                 cls = resolve(v.func.id)
                 if isinstance(cls, type) and not _library(cls):
                     out.add(s.targets[0].id)
+    # A conditional expression (``seen = [] if c else {}``) builds into a temporary
+    # in each branch (``anf``), which the name is then bound to: built there too.
+    copies = [
+        (s.targets[0].id, s.value.id)
+        for s in statements(fn.body)
+        if isinstance(s, ast.Assign)
+        and isinstance(s.targets[0], ast.Name)
+        and isinstance(s.value, ast.Name)
+        and s.value.id.startswith("_ad_t")
+    ]
+    grown = True
+    while grown:
+        grown = False
+        for target, source in copies:
+            if source in out and target not in out:
+                out.add(target)
+                grown = True
     return out
 
 
