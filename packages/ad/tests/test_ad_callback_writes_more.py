@@ -135,15 +135,30 @@ def captured_parameter(w, store):
     return sum(store) * w
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 18: a closure writing into a container parameter it captures, "
-    "read after the call: 4.5 where 9 is right, in both modes (the read guard "
-    "_ad_unfollowed is differentiated as ad's own code, suspended, so it never refuses)",
-)
-def test_a_closure_writing_a_captured_parameter():
+def test_a_closure_writing_a_captured_parameter_is_refused_not_wrong():
+    # The function never follows its parameters by identity, so the read after the
+    # closure's write would miss it (4.5 where 9 is right): refused at the read,
+    # in both modes, and the right spelling (the container built inside) works.
     assert fd_gradient(lambda w: captured_parameter(w, []), W)[0] == pytest.approx(6.0 * W)
-    assert ad.gradient(lambda w: captured_parameter(w, []), W)[0] == pytest.approx(6.0 * W)
+    for run in (
+        lambda: ad.gradient(lambda w: captured_parameter(w, []), W),
+        lambda: ad.jvp(lambda w: captured_parameter(w, []), (W,), (1.0,)),
+    ):
+        with pytest.raises(
+            ad.MutationError,
+            match=r"test_ad_callback_writes_more\.py:\d+: captured_parameter reads 'store'",
+        ):
+            run()
+
+    def as_the_fix_says(w, store):  # store passed to the function that writes it
+        def add(v, store):
+            store.append(v * w)
+            return store
+
+        store = add(3.0, store)
+        return sum(store) * w
+
+    assert ad.gradient(lambda w: as_the_fix_says(w, []), W)[0] == pytest.approx(6.0 * W)
 
 
 @pytest.mark.xfail(

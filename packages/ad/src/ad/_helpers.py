@@ -93,6 +93,7 @@ HELPERS: dict[str, Any] = {
     "_ad_follow": follow,
     "_ad_follow_written": follow_written,
     "_ad_unfollowed": unfollowed,
+    "_ad_unfollowed_parameter": unfollowed,
     "_ad_unfollowed_call": unfollowed_call,
     "_ad_unpack": unpack,
     "_ad_apply": apply,

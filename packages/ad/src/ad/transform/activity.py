@@ -76,8 +76,13 @@ def _never_active(value: ast.expr, plain_funcs: frozenset[str]) -> bool:
     return (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Name)
-        and value.func.id in plain_funcs
+        and (value.func.id in plain_funcs or value.func.id in _CHECKS)
     )
+
+
+#: Checks the transform inserts (``holders``) that run as plain Python, whatever they
+#: are given, so that they see the differentiation they check.
+_CHECKS = frozenset(["_ad_unfollowed_parameter"])
 
 
 def value_is_active(value: ast.expr, active: set[str], plain_funcs: frozenset[str]) -> bool:

@@ -146,7 +146,14 @@ def _guard_reads(
     before each call of a Python function run as plain Python, the same check
     for what that function reads (``unfollowed_call``)."""
 
+    params = set(param_names(fn))
+
     def guard(helper: str, obj: str, name: str | None, line: int) -> ast.stmt:
+        if helper == "_ad_unfollowed" and obj in params:
+            # A parameter is never followed here: a write by identity elsewhere (a
+            # closure's, a callee's) that this read would miss is refused, so the
+            # check runs as plain Python (``activity``), not differentiated.
+            helper = "_ad_unfollowed_parameter"
         consts = (name, f"{filename}:{line}", fn.name) if name else (f"{filename}:{line}", fn.name)
         args = [ast.Name(obj, ast.Load())] + [ast.Constant(c) for c in consts]
         call = at(ast.Call(ast.Name(helper, ast.Load()), args, []), line)
