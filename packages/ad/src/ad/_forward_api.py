@@ -214,9 +214,22 @@ def tangent_out(y: Any, ẏ: Any) -> Any:
     return ẏ
 
 
+def value_out(y: Any) -> Any:
+    """A value nested forward mode kept in rulescore's form (the tangent of an inner
+    ``jvp``, returned by the function an outer one differentiates) as the user gets
+    it: a structural zero is ``0.0`` (a scalar, which broadcasts), no derivative None."""
+    if isinstance(y, NoTangent):
+        return None
+    if isinstance(y, AbstractZero):
+        return 0.0
+    return y
+
+
 def _zero_like(y: Any) -> Any:
     if isinstance(y, bool) or y is None or isinstance(y, str):
         return None
+    if isinstance(y, AbstractZero):  # a value kept in rulescore's form (see value_out)
+        return 0.0
     if isinstance(y, np.ndarray):
         if y.dtype.kind in "fc":
             return np.zeros_like(y)
