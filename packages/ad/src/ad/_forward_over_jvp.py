@@ -50,9 +50,7 @@ def _(config: Any, ṡ: Any, ḟ: Any, ȧrgs: Any, ṫangents: Any, f, args, tan
     with state_scope(forward=True):
         (y, ẏ), ṫ = forward_over_fcall(f, (_Z, *ts), tuple(args), ḟ, (_Z, *ṫs), ȧ)
     y_o, ẏ_o = _split_ts(ṫ, 2)
-    return (_forward_api.value_out(y), _forward_api.tangent_out(y, ẏ)), _forward.tan_tuple(
-        y_o, ẏ_o
-    )
+    return (_forward_api.value_out(y), _forward_api.tangent_out(y, ẏ)), _forward.tan_tuple(y_o, ẏ_o)
 
 
 def _unfold_jvp(ts: tuple, args: tuple, kwargs: dict, kw_ts: dict) -> tuple:
