@@ -79,8 +79,8 @@ def fd_hessian(f: Any, x: Any, h: float = 1e-5) -> np.ndarray:
 
 @contextlib.contextmanager
 def rules_path() -> Iterator[None]:
-    """Dispatch without the lean paths of ``ad._fast``: each call runs its rule."""
-    import ad._runtime as runtime
+    """Dispatch without the lean paths of ``ad.runtime.lean_rules``: each call runs its rule."""
+    import ad.runtime.reverse as runtime
 
     saved = runtime._lean_rule
     runtime._lean_rule = lambda *args: None
@@ -94,7 +94,7 @@ def rules_path() -> Iterator[None]:
 
 def general_gradient(f: Any, *args: Any) -> Any:
     """``ad.gradient`` with the operators' array fast paths off (the rules' path)."""
-    from ad import _fast
+    from ad.runtime import lean_rules as _fast
 
     saved = _fast.FLAGS.arrays, _fast.FLAGS.scalar_arrays
     _fast.FLAGS.arrays = _fast.FLAGS.scalar_arrays = frozenset()

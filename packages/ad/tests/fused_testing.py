@@ -8,7 +8,7 @@ import importlib.util
 import itertools
 import textwrap
 
-from ad._fast import FLAGS
+from ad.runtime.lean_rules import FLAGS
 from ad.transform import _CELLS
 
 _counter = itertools.count()

@@ -184,7 +184,7 @@ def test_a_needed_missing_derivative_still_raises_with_its_reason():
 
 def test_missing_derivative_absorbs_what_is_added_to_it():
     """acc: the sum is as missing as its part, and raises where it is used."""
-    from ad._accumulate import acc
+    from ad.runtime.accumulate import acc
     from rulescore import NotImplementedTangent, not_implemented
 
     t = not_implemented("the test's missing derivative")

@@ -13,8 +13,8 @@ import pytest
 from ad_testing import in_place
 
 import ad
-from ad import _fast
-from ad._accumulate import acc
+from ad.runtime import lean_rules as _fast
+from ad.runtime.accumulate import acc
 from rulescore import InplaceableThunk, Thunk, unthunk
 
 

@@ -411,7 +411,7 @@ def test_definitions_are_read_whole_up_to_their_last_line():
     "f, args", [(math.sin, (0.7,)), (math.atan2, (0.3, -1.2)), (math.hypot, (3.0, 4.0))]
 )
 def test_scalar_rule_fast_pullbacks_match_the_rule_for_every_cotangent(f, args):
-    from ad._runtime import rcall
+    from ad.runtime.reverse import rcall
     from rulescore import Thunk, ZeroTangent, rrule, unthunk
 
     y, pb = rcall(f, *args)

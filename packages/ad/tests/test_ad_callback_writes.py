@@ -7,14 +7,14 @@ cotangent reached ``min``'s value, so its pullback (which runs the key's) never
 ran and the writes' derivative was lost (``ad.gradient`` 18 where 36 is right;
 the same through ``sorted``, ``max``, ``filter``, ``map`` and
 ``functools.reduce``). A rule whose user function wrote now has a ``Stateful``
-pullback (``ad._rules_callbacks``).
+pullback (``ad.runtime.rules_callbacks``).
 
 ``v = d.pop(k)`` (or ``xs.pop()``, ``d.popitem()``) on a container it leaves
 empty ran as plain Python with a zero derivative, as if its result were a
 constant (1.5 where 3 is right, in both modes): the container was judged
 derivative-free after the call. It is judged as it was before, so the call is
 refused, naming the line and a fix that applies; ``xs.clear()`` is refused in
-forward mode, which cannot shorten the list's tangent (``ad._plain_calls``).
+forward mode, which cannot shorten the list's tangent (``ad.runtime.plain_calls``).
 
 Each program is checked against central differences and a hand-derived value.
 """

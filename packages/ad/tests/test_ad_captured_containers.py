@@ -1,6 +1,6 @@
 """Writes into captured or global containers and objects, and into containers
 and objects a function builds and hands to code that writes them (issue 18,
-item 7; ad.transform.holders, ad._state): the write happens, and its derivative
+item 7; ad.transform.holders, ad.runtime.state): the write happens, and its derivative
 flows to the reads that follow, in reverse and forward mode."""
 
 import numpy as np

@@ -1,7 +1,7 @@
 """The compact generated code for inlined arithmetic gives what the long form gave.
 
 The primal tests its operands with one comparison (``type(a) is _ad_FP.mul is
-type(b)``, see ``ad._fast.FLOAT_PATHS``); the adjoint reads float partials
+type(b)``, see ``ad.runtime.lean_rules.FLOAT_PATHS``); the adjoint reads float partials
 inline and hands any other tape entry of ``*`` or ``** n`` to ``mul_adjoint`` /
 ``pow_adjoint``: a list of float arrays (the same partials, elementwise, the last
 product written into a dead buffer) or a pullback. Values
@@ -19,9 +19,9 @@ import pytest
 from ad_testing import general_gradient, in_place, plain_targets, same_bits
 
 import ad
-from ad import _fast
-from ad._fast import FLOAT_PATHS, _refresh
-from ad._fast_adjoint import mul_adjoint, pow_adjoint
+from ad.runtime import lean_rules as _fast
+from ad.runtime.inline_arithmetic import mul_adjoint, pow_adjoint
+from ad.runtime.lean_rules import FLOAT_PATHS, _refresh
 
 # --- the helpers on list entries and pullbacks --------------------------------------
 

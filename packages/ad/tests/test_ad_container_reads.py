@@ -1,6 +1,6 @@
 """Reading entries of a differentiated dict or list: cotangents add key by key
 (entry by entry), in place only where nothing else holds them
-(``ad._accumulate._add_mappings`` and ``_add_into_entries``, with the one-entry
+(``ad.runtime.accumulate._add_mappings`` and ``_add_into_entries``, with the one-entry
 cotangent ``rules.entry_cotangent`` of ``xs[i]``).
 
 Checked against central differences and hand-derived values: many keys read
@@ -275,7 +275,7 @@ def test_a_list_returned_after_appends_keeps_the_callers_seed():
 
 def _count_splits(monkeypatch):
     """The lengths of the list cotangents the append rule splits whole."""
-    import ad._rules_objects as objects
+    import ad.runtime.rules_objects as objects
 
     whole = []
     entries = objects.entries

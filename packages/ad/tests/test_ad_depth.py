@@ -1,6 +1,6 @@
 """Recursion depth (issue 25, item 5): a recursive function differentiates as deep
 as Python runs it plainly, in each mode; the recursion limit ad raises for the
-time of a differentiation (``ad._state.deep``) is put back afterwards, after an
+time of a differentiation (``ad.runtime.state.deep``) is put back afterwards, after an
 error too, and while several threads differentiate it stays raised until the
 last one ends."""
 

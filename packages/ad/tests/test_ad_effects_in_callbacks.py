@@ -5,7 +5,7 @@ call a user function only to compare or test its result, so no derivative
 flows through that result. But the function may also write: ``def key(v):
 r.last = v * x``. Called as plain Python, the write went unseen and the read
 of ``r.last`` after the call gave a silently wrong derivative (0 where 4 is
-right). Now such a function (``ad._rules_callbacks.may_write``) is called
+right). Now such a function (``ad.runtime.rules_callbacks.may_write``) is called
 through the AD, and the object it writes, captured from the caller, is
 followed by identity around the call (``transform.holders``), as for a direct
 call of the closure or ``map``/``functools.reduce``, which were refused before.
@@ -23,7 +23,7 @@ import pytest
 from ad_testing import fd_gradient
 
 import ad
-from ad._rules_callbacks import may_write
+from ad.runtime.rules_callbacks import may_write
 
 
 class Box:

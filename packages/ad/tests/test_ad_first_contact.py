@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import ad
-from ad import _tracebacks
+from ad.runtime import tracebacks as _tracebacks
 
 HERE = os.path.abspath(__file__)
 PACKAGES = Path(__file__).resolve().parents[2]
@@ -100,7 +100,7 @@ def test_a_missing_rules_module_is_named():
 
 
 def test_the_installed_rules_is_recognised_as_ours():
-    from ad import _check_rules
+    from ad.runtime import rules_check as _check_rules
 
     assert _check_rules.is_ours(sys.modules["rules"])
     assert not _check_rules.is_ours(np)

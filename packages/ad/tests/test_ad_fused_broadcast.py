@@ -1,4 +1,4 @@
-"""Fused regions whose operands broadcast (``ad.transform.fuse``, ``ad._fused``).
+"""Fused regions whose operands broadcast (``ad.transform.fuse``, ``ad.runtime.fused_regions``).
 
 A region computes at the shape its operands broadcast to: arrays of other shapes
 (``(m, n) + (n,)``, ``(m, n) + (1,)``, ``(m, 1) * (1, n)``, 0-d), Python floats and
@@ -15,7 +15,7 @@ from ad_testing import fd_gradient, fd_hessian, same_bits
 from fused_testing import fallback_refused, load, per_operation
 
 import ad
-from ad._fused import fused_fit, fused_full, fused_shape
+from ad.runtime.fused_regions import fused_fit, fused_full, fused_shape
 
 rng = np.random.default_rng(20)
 M, N = 4, 3

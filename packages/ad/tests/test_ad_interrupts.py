@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import ad
-from ad import _state
-from ad._once import ONCE
+from ad.runtime import state as _state
+from ad.runtime.single_use import ONCE
 
 SOURCE = """
 import numpy as np

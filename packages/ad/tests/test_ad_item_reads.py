@@ -1,5 +1,5 @@
 """Reads of list and dict items (``xs[i]``, ``d[k]``): the lean tape of
-``ad._fast_items`` and the general path it falls back to give the same
+``ad.runtime.item_reads`` and the general path it falls back to give the same
 gradients, checked against central differences and by hand, in reverse mode
 (the lean tape's), forward mode and at second order (the general path's)."""
 

@@ -3,7 +3,7 @@ the rule gives.
 
 ``rcall`` caches, for ``operator.getitem`` on an ndarray with a slice, int or
 tuple key, a leaner callable than the ``rules`` package's getitem rule
-(``ad._fast._lean_getitem``): the same view, and a pullback returning the same
+(``ad.runtime.lean_rules._lean_getitem``): the same view, and a pullback returning the same
 ``InplaceableThunk`` (add into ``acc[key]``, or scatter into zeros) without the
 rule's key analysis, promotion and projection. Each test compares, bit for bit,
 the lean result with the rule's own, for the cotangents and keys the lean path
@@ -17,13 +17,13 @@ import pytest
 from ad_testing import rules_path, same_bits
 
 import ad
-from ad._runtime import _RULE_CACHE, rcall
+from ad.runtime.reverse import _RULE_CACHE, rcall
 from rulescore import InplaceableThunk, NoTangent, Thunk, ZeroTangent, rrule, unthunk
 
 
 def _is_lean(x, key):
     hit = _RULE_CACHE[(operator.getitem, type(x), type(key))]
-    return hit[0].__module__ == "ad._fast"
+    return hit[0].__module__ == "ad.runtime.lean_rules"
 
 
 KEYS = [

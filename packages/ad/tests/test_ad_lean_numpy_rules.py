@@ -2,7 +2,7 @@
 
 ``rcall`` caches, per function and argument types, the callable it runs; for
 float64 arrays and the ``rules`` package's own rules it may cache a leaner one
-(``ad._fast.lean_rule``): unary ufuncs, whole-array ``np.sum``/``np.mean`` and
+(``ad.runtime.lean_rules.lean_rule``): unary ufuncs, whole-array ``np.sum``/``np.mean`` and
 2-d/1-d ``matmul``. The bias-add pullback of ``_fast`` has a lean path too, and
 the generated primal drops dead temporaries. Each test compares, bit for bit,
 the lean result with the rule's own (``rulescore.rrule``), for the cotangents
@@ -16,8 +16,8 @@ import pytest
 from ad_testing import general_gradient, in_place, rules_path, same_bits
 
 import ad
-from ad import _fast
-from ad._runtime import _RULE_CACHE, rcall
+from ad.runtime import lean_rules as _fast
+from ad.runtime.reverse import _RULE_CACHE, rcall
 from rules._numpy_elementwise import HOLOMORPHIC, OUTPUT_ONLY
 from rulescore import NoTangent, Thunk, ZeroTangent, rrule, unthunk
 
@@ -35,7 +35,7 @@ def _both(pb, pb0, s):
 
 def _lean(f, *args):
     y, pb = rcall(f, *args)
-    assert _RULE_CACHE[(f, *map(type, args))][0].__module__ == "ad._fast"
+    assert _RULE_CACHE[(f, *map(type, args))][0].__module__ == "ad.runtime.lean_rules"
     return y, pb
 
 
@@ -406,7 +406,7 @@ def test_a_single_use_output_only_pullback_reuses_the_output(f):
     """Called once (``ONCE.expect`` is the pullback) while only its tuple holds the
     output, exp's and tanh's pullbacks write the cotangent into the output's buffer;
     the values are the rule's, bit for bit. Otherwise the output is left alone."""
-    from ad._once import ONCE
+    from ad.runtime.single_use import ONCE
 
     rng = np.random.default_rng(9)
     x, s = rng.normal(size=50), rng.normal(size=50)

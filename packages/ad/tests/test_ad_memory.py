@@ -23,7 +23,7 @@ N_FUNCTIONS = int(os.environ.get("AD_MEMORY_FUNCTIONS", "900"))
 N_CLASSES = int(os.environ.get("AD_MEMORY_CLASSES", "10000"))
 N_CLOSURES = int(os.environ.get("AD_MEMORY_CLOSURES", "2000"))
 #: The most classes the bounded dispatch caches may hold at once (see
-#: ``ad._runtime._DISPATCH_BOUND``, ``rulescore._dispatch._CACHE_BOUND``, ``Tangent``).
+#: ``ad.runtime.reverse._DISPATCH_BOUND``, ``rulescore._dispatch._CACHE_BOUND``, ``Tangent``).
 BOUND = 1024
 
 

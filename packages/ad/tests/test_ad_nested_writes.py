@@ -1,7 +1,7 @@
 """Writes into a container read out of another object or container:
 ``self.memo[k] = v`` (a cache in a method), ``rows[i][j] = v``, ``d["a"]["b"] = v``,
 ``self.items[i] = v``. The container so reached is followed by identity
-(``ad._rules_objects.follow_written``): the write happens to it, as in Python,
+(``ad.runtime.rules_objects.follow_written``): the write happens to it, as in Python,
 and its reads after the write, through any holder, are differentiated.
 An array reached that way is refused, naming the line and a fix.
 

@@ -2,7 +2,7 @@
 scalars in scalar code, in reverse and forward mode.
 
 Library code with no rule (a C function, the standard library's Python) runs as
-plain Python (``ad._plain_calls``): a result that provably carries no derivative
+plain Python (``ad.runtime.plain_calls``): a result that provably carries no derivative
 has derivative zero, a result that is one of the arguments passes its
 derivative through, anything else is an error naming the function, the user's
 line and a fix. numpy scalars take the floats' fast paths and keep numpy's types.
@@ -28,7 +28,7 @@ import pytest
 from ad_testing import fd_gradient
 
 import ad
-from ad import _plain_calls
+from ad.runtime import plain_calls as _plain_calls
 
 HERE = re.escape(__file__)
 log = logging.getLogger("ad.tests.nonnumeric")
@@ -494,7 +494,7 @@ def _scalar_helper_2(x, y):
 
 
 def test_float64_scalars_take_the_fast_path(monkeypatch):
-    """The numpy-scalar paths of ad._fast serve np.float64 arithmetic and math.sin: with
+    """The numpy-scalar paths of ad.runtime.lean_rules serve np.float64 arithmetic and math.sin: with
     the rules' dispatch made to fail, the gradient is still computed."""
 
     def loop(x):
@@ -505,7 +505,7 @@ def test_float64_scalars_take_the_fast_path(monkeypatch):
 
     x = np.float64(1.01)
     expected = ad.gradient(loop, 1.01)[0]
-    import ad._runtime as runtime
+    import ad.runtime.reverse as runtime
 
     def no_rules(*args, **kwargs):
         raise AssertionError("a numpy-scalar operation went through the rules")

@@ -1,6 +1,6 @@
 """In-place writes follow objects: a write another holder could observe is refused,
 one nobody else observes is differentiated, and an undifferentiated write never
-reaches what the backward pass saved (``ad._ownership``). Results handed to the
+reaches what the backward pass saved (``ad.runtime.ownership``). Results handed to the
 caller are the caller's own."""
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def test_a_list_a_helper_appends_to_is_followed_by_identity():
 
 
 def test_an_object_written_through_a_second_name_is_followed_by_identity():
-    # A user object's fields are kept by identity (ad._state): the alias's write is
+    # A user object's fields are kept by identity (ad.runtime.state): the alias's write is
     # the one o.v reads, in both modes: o.v = x1 x2.
     x = np.array([1.0, 2.0, 3.0])
     np.testing.assert_allclose(ad.gradient(object_alias, x)[0], [0.0, 3.0, 2.0])

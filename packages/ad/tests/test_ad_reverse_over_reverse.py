@@ -1,5 +1,5 @@
 """Reverse mode over reverse mode: ``hessian_reverse`` differentiates the pure
-form of the generated adjoint and the rules' pullbacks (``ad._over_reverse``).
+form of the generated adjoint and the rules' pullbacks (``ad.higher.reverse_over_reverse``).
 Checked against hand-derived Hessians, against ``hessian`` (forward over
 reverse) and against central differences of the gradient; plus the pure
 form's shape, and first-order fixes found on the way."""
@@ -13,7 +13,7 @@ import pytest
 from ad_testing import fd_hessian
 
 import ad
-from ad._over_reverse import gradient_pure
+from ad.higher.reverse_over_reverse import gradient_pure
 from ad.transform import adjoint_source
 
 X = np.array([0.3, 0.7, 0.45])

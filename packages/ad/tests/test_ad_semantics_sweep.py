@@ -167,7 +167,7 @@ def test_a_key_whose_attribute_read_writes_is_differentiated(f):
 
 
 def test_a_key_reading_a_pure_property_runs_as_plain_python():
-    from ad._rules_callbacks import may_write
+    from ad.runtime.rules_callbacks import may_write
 
     class Pure:
         @property

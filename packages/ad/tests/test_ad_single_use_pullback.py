@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import ad
-from ad import _runtime
+from ad.runtime import reverse as _runtime
 from rulescore import HasReverseMode, NoTangent, rrule, rrule_via_ad
 
 # --- probes: a tape entry holding a marker, and a hook reporting whether it died ---

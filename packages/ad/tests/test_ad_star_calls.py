@@ -1,6 +1,6 @@
 """Calls with ``*`` arguments: ``f(*p, *data)``, ``f(a, *rest)``, ``g(*xs)``.
 
-First-order reverse mode calls them with their parts (``ad._star_calls``);
+First-order reverse mode calls them with their parts (``ad.runtime.star_calls``);
 forward mode and nested differentiation through ``_ad_apply``. Every spelling is
 checked against central differences in reverse mode, forward mode and at
 second order.

@@ -182,7 +182,7 @@ def test_captured_container_writes():
         seen.append(x * 3.0)
         return x
 
-    # A write into a captured container happens, and is differentiated (ad._state).
+    # A write into a captured container happens, and is differentiated (ad.runtime.state).
     assert ad.gradient(leaks, 1.0) == (1.0,)
     assert seen == ["called", 3.0]
 

@@ -109,7 +109,7 @@ CASES = [
 
 def _generate(f):
     """The generated module and the ids of the nodes parsed from the user's source."""
-    from ad._helpers import HELPERS
+    from ad.runtime.helpers import HELPERS
 
     src = source.get_source(f)
     user = {id(n) for n in ast.walk(src.tree)}
@@ -164,7 +164,7 @@ def test_built_locations_are_the_inherited_ones(f):
     """Strip the location of every generated expression (and ``pass``) and let codegen
     fill them in by walking the tree, as it did before: the compiled code (bytecode,
     line table, positions) must be the same."""
-    from ad._helpers import HELPERS
+    from ad.runtime.helpers import HELPERS
 
     src, user, fwd, module = _generate(f)
     fast = codegen.compile_primal(module, src.filename)

@@ -14,8 +14,8 @@ import pytest
 from ad_testing import same_bits
 
 import ad
-from ad import _fast
-from ad._runtime import rcall
+from ad.runtime import lean_rules as _fast
+from ad.runtime.reverse import rcall
 from rulescore import NoTangent, rrule
 
 N = _fast.UNIFORM_MIN_SIZE
@@ -157,7 +157,7 @@ def test_a_write_under_nested_adjoints_is_reported_once_at_the_innermost_call():
 def test_a_power_takes_a_uniform_cotangent_in_one_product(n, v):
     # (n v) a^(n-1) instead of s * (n a^(n-1)): for a square the same bits (both
     # products scale by a power of two before the one rounding), else to rounding.
-    from ad._fast_adjoint import pow_adjoint
+    from ad.runtime.inline_arithmetic import pow_adjoint
 
     a = np.random.default_rng(3).normal(size=(N, 3))
     u = _fast.uniform(v, a.shape)
@@ -173,7 +173,7 @@ def test_a_power_takes_a_uniform_cotangent_in_one_product(n, v):
 
 
 def test_a_float32_power_keeps_the_dense_path_and_its_dtype():
-    from ad._fast_adjoint import pow_adjoint
+    from ad.runtime.inline_arithmetic import pow_adjoint
 
     a = np.random.default_rng(4).normal(size=N).astype(np.float32)
     _, got, _ = pow_adjoint([a], _fast.uniform(2.0, a.shape), 2)
@@ -198,7 +198,7 @@ def test_powers_under_a_whole_array_sum_match_the_hand_gradient():
 @pytest.mark.parametrize("used", [1, 2, 3])
 def test_a_product_takes_a_uniform_cotangent_of_ones_as_read_only_views(used):
     # 1 * f is f: each partial becomes a read-only view of the other factor, no pass.
-    from ad._fast_adjoint import mul_adjoint
+    from ad.runtime.inline_arithmetic import mul_adjoint
 
     rng = np.random.default_rng(6)
     b, a = rng.normal(size=(N, 2)), rng.normal(size=(N, 2))
@@ -220,7 +220,7 @@ def test_a_product_takes_a_uniform_cotangent_of_ones_as_read_only_views(used):
 @pytest.mark.parametrize("shape", [(0, 3), (1,), (N,)])
 def test_other_read_only_cotangents_are_multiplied_out(shape):
     # empty, one entry, or read-only but not uniform: the plain products
-    from ad._fast_adjoint import mul_adjoint
+    from ad.runtime.inline_arithmetic import mul_adjoint
 
     rng = np.random.default_rng(10)
     b, a = rng.normal(size=shape), rng.normal(size=shape)
@@ -233,7 +233,7 @@ def test_other_read_only_cotangents_are_multiplied_out(shape):
 
 
 def test_a_float32_product_is_multiplied_out():
-    from ad._fast_adjoint import mul_adjoint
+    from ad.runtime.inline_arithmetic import mul_adjoint
 
     b = np.arange(N, dtype=np.float32)
     _, da, _ = mul_adjoint([b, b], _fast.uniform(1.0, b.shape), 1)

@@ -1,6 +1,6 @@
 """User classes as Python runs them: operators dispatched to their dunder methods
 (reflected ones and ``__iop__`` included), and objects whose methods write
-``self``, followed by identity (``ad._state``). Each program is checked against
+``self``, followed by identity (``ad.runtime.state``). Each program is checked against
 central differences in reverse and forward mode."""
 
 from __future__ import annotations

@@ -10,23 +10,15 @@ generates a primal that records pullbacks and an adjoint that mirrors its
 control flow in reverse; the result is cached per code object.
 """
 
-from rulescore import frule_via_ad, rrule_via_ad
+# First: imports rules and checks that it is this project's (a clear error if not).
+from ad.runtime import rules_check as _rules_check  # noqa: F401
 
-from . import (
-    _check_rules,  # noqa: F401  (first, by name: imports rules, checks that it is ours)
-    _forward_over,  # noqa: F401  (registers the rules of forward over forward)
-    _forward_over_jvp,  # noqa: F401  (registers jvp's frule)
-    _forward_over_plumbing,  # noqa: F401  (registers the frules of forward mode's helpers)
-    _forward_rules,  # noqa: F401  (registers the frules of ad's helpers)
-    _helpers,  # noqa: F401  (registers ad's structural rules)
-    _nested,  # noqa: F401  (registers the rules of nested differentiation)
-    _nested_api,  # noqa: F401  (registers jacobian's and diaghessian's, nested)
-    _nested_pullback,  # noqa: F401  (registers the rules of pullback, nested)
-    _over_pushforward,  # noqa: F401  (registers reverse over forward over forward)
-    _over_reverse,  # noqa: F401  (registers the rules of reverse over reverse)
-    _tracebacks,
-)
-from ._api import (  # noqa: F401  (_pullback: internal, importable as ad._pullback)
+# isort: split
+# Importing these registers ad's rules: the structural ones (runtime) and those
+# of nested differentiation (higher).
+from ad.api.forwarddiff import forwarddiff
+from ad.api.functional import grad, value_and_grad
+from ad.api.gradient import (  # noqa: F401  (_pullback: internal, importable as ad._pullback)
     WithGradient,
     _pullback,
     code_adjoint,
@@ -34,15 +26,10 @@ from ._api import (  # noqa: F401  (_pullback: internal, importable as ad._pullb
     pullback,
     withgradient,
 )
-from ._buffer import Buffer
-from ._config import ADConfig
-from ._forward_api import jvp, pushforward
-from ._forwarddiff import forwarddiff
-from ._functional import grad, value_and_grad
-from ._hessian import diaghessian, hessian, hessian_reverse, hvp
-from ._jacobian import WithJacobian, jacobian, withjacobian
-from ._params import Grads, Params
-from ._utilities import (
+from ad.api.jacobian import WithJacobian, jacobian, withjacobian
+from ad.api.jvp import jvp, pushforward
+from ad.api.params import Grads, Params
+from ad.api.utilities import (
     checkpoint,
     dropgrad,
     hook,
@@ -51,7 +38,7 @@ from ._utilities import (
     nestlevel,
     showgrad,
 )
-from .errors import (
+from ad.errors import (
     ADError,
     CotangentShapeError,
     CotangentWriteError,
@@ -63,8 +50,23 @@ from .errors import (
     ParamsError,
     UnsupportedSyntaxError,
 )
+from ad.higher import forward_over_forward as _forward_over_forward  # noqa: F401
+from ad.higher import forward_over_jvp as _forward_over_jvp  # noqa: F401
+from ad.higher import forward_over_plumbing as _forward_over_plumbing  # noqa: F401
+from ad.higher import nested_jacobian as _nested_jacobian  # noqa: F401
+from ad.higher import nested_pullback as _nested_pullback  # noqa: F401
+from ad.higher import over_pushforward as _over_pushforward  # noqa: F401
+from ad.higher import reverse_over_forward as _reverse_over_forward  # noqa: F401
+from ad.higher import reverse_over_reverse as _reverse_over_reverse  # noqa: F401
+from ad.higher.hessian import diaghessian, hessian, hessian_reverse, hvp
+from ad.runtime import forward_rules as _forward_rules  # noqa: F401
+from ad.runtime import helpers as _helpers  # noqa: F401
+from ad.runtime import tracebacks as _tracebacks
+from ad.runtime.buffer import Buffer
+from ad.runtime.config import ADConfig
+from rulescore import frule_via_ad, rrule_via_ad
 
-# Warnings raised in rules point at the user's line (see ad._tracebacks).
+# Warnings raised in rules point at the user's line (see ad.runtime.tracebacks).
 _tracebacks.install_warning_hook()
 
 __version__ = "0.1.0"

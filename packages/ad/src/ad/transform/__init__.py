@@ -22,22 +22,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ad.runtime.plain_calls import plain_entry
+from ad.transform._nodes import NO_VALUE, loaded_ids
+from ad.transform.activity import NONDIFF_BUILTINS, active_names, param_names, read_and_stored
+from ad.transform.anf import normalize
+from ad.transform.codegen import compile_primal, factory_module, used_names
+from ad.transform.compiled import Compiled, signature_of
+from ad.transform.desugar import desugar
+from ad.transform.fence import check_supported
+from ad.transform.holders import follow_holders
+from ad.transform.inlining import check_guards_after, guards_hold, has_rules, inline_helpers
+from ad.transform.protocols import explicit_protocols
+from ad.transform.reverse import generate
+from ad.transform.source import constant_freevars, get_source, mark_derived, register_generated
+from ad.transform.writers import spelled_as_rebinding
 from rulescore import frule, rrule
-
-from .._plain_calls import plain_entry
-from ._nodes import NO_VALUE, loaded_ids
-from .activity import NONDIFF_BUILTINS, active_names, param_names, read_and_stored
-from .anf import normalize
-from .codegen import compile_primal, factory_module, used_names
-from .compiled import Compiled, signature_of
-from .desugar import desugar
-from .fence import check_supported
-from .holders import follow_holders
-from .inlining import check_guards_after, guards_hold, has_rules, inline_helpers
-from .protocols import explicit_protocols
-from .reverse import generate
-from .source import constant_freevars, get_source, mark_derived, register_generated
-from .writers import spelled_as_rebinding
 
 _RULE_TABLE = rrule.table._rules
 
@@ -424,7 +423,7 @@ def _build(
     inactive: int = 0,
     inline: bool = True,
 ) -> Transformed:
-    from .._helpers import HELPERS
+    from ad.runtime.helpers import HELPERS
 
     fr, fwd = _pipeline(f, closure_active, as_init, inactive=inactive, inline=inline)
     freevars = f.__code__.co_freevars
@@ -480,7 +479,7 @@ PURE_PREFIX = "_ar_"
 
 
 def _build_pure(f: types.FunctionType, closure_active: bool, as_init: bool | int) -> Transformed:
-    from .._helpers import HELPERS
+    from ad.runtime.helpers import HELPERS
 
     fr, fwd = _pipeline(f, closure_active, as_init, pure=True)
     anf, filename = fr.anf, fr.filename
@@ -542,7 +541,7 @@ def _preorder_defs(stmts: list[ast.stmt]) -> list[ast.FunctionDef]:
 
 def adjoint_source(f: types.FunctionType, closure_active: bool = False, pure: bool = False) -> str:
     """The generated primal and adjoint as Python source, with source line comments."""
-    from .._helpers import HELPERS
+    from ad.runtime.helpers import HELPERS
 
     fr, fwd = _pipeline(f, closure_active, pure=pure)
     filename = fr.filename
@@ -604,7 +603,7 @@ def forward_transformed(
 ) -> Any:
     """The cached forward-mode (pushforward) transform of ``f``'s code
     (``as_init``: as in ``transformed``)."""
-    from .forward import build_forward
+    from ad.transform.forward import build_forward
 
     code = f.__code__
     key = closure_active if not as_init else (closure_active, as_init)

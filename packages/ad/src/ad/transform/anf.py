@@ -33,8 +33,13 @@ import ast
 import copy
 from typing import TypeVar
 
-from ..errors import UnsupportedSyntaxError
-from .anf_control import normalize_try, normalize_with, scoped_comprehension, walrus_targets
+from ad.errors import UnsupportedSyntaxError
+from ad.transform.anf_control import (
+    normalize_try,
+    normalize_with,
+    scoped_comprehension,
+    walrus_targets,
+)
 
 __all__ = ["BINOPS", "ITEM_UPDATE", "UNARYOPS", "normalize"]
 
@@ -134,9 +139,9 @@ class _Normalizer:
         """The container ``obj`` (``a.b``, ``a[i]``, ``self.items``) reads out of a
         local ``a``, about to be written in place (``a.b[i] = v``, ``a[i][j] = v``,
         ``self.items.append(v)``): bound to a fresh name, followed by identity
-        (``ad._rules_objects.follow_written``); ``a`` carries the derivative
+        (``ad.runtime.rules_objects.follow_written``); ``a`` carries the derivative
         (``written_roots``: activity seeds) and is followed from here, so reads
-        through it see the write (``ad._state``)."""
+        through it see the write (``ad.runtime.state``)."""
         root = obj
         while isinstance(root, (ast.Attribute, ast.Subscript)):
             root = root.value

@@ -19,7 +19,7 @@ import copy
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .anf import _Normalizer
+    from ad.transform.anf import _Normalizer
 
 __all__ = ["normalize_try", "normalize_with", "scoped_comprehension", "walrus_targets"]
 

@@ -14,8 +14,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._nodes import NO_VALUE
-from .activity import param_names
+from ad.transform._nodes import NO_VALUE
+from ad.transform.activity import param_names
 
 __all__ = ["Compiled", "Signature", "signature_of"]
 

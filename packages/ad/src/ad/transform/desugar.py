@@ -19,7 +19,7 @@ import ast
 import copy
 from dataclasses import dataclass
 
-from .patterns import lower_match
+from ad.transform.patterns import lower_match
 
 __all__ = ["desugar"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from ..errors import UnsupportedSyntaxError
+from ad.errors import UnsupportedSyntaxError
 
 __all__ = ["check_supported"]
 

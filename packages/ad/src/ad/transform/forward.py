@@ -26,13 +26,13 @@ import copy
 import types
 from collections.abc import Callable
 
-from ..errors import UnsupportedSyntaxError
-from ._nodes import FAST_OPS, TYPE_PARAMS, Z, forget_shared, plain
-from ._nodes import assign as _assign
-from ._nodes import call as _call
-from ._nodes import name as _n
-from ._nodes import tuple_ as _tuple
-from .activity import (
+from ad.errors import UnsupportedSyntaxError
+from ad.transform._nodes import FAST_OPS, TYPE_PARAMS, Z, forget_shared, plain
+from ad.transform._nodes import assign as _assign
+from ad.transform._nodes import call as _call
+from ad.transform._nodes import name as _n
+from ad.transform._nodes import tuple_ as _tuple
+from ad.transform.activity import (
     bound_later,
     capture_errors,
     closure_contexts,
@@ -41,8 +41,8 @@ from .activity import (
     scope_bound,
     value_is_active,
 )
-from .compiled import Compiled, signature_of
-from .guards import (
+from ad.transform.compiled import Compiled, signature_of
+from ad.transform.guards import (
     argument_write_guard,
     captured_write,
     local_names,
@@ -50,9 +50,9 @@ from .guards import (
     rebound_names,
     returned_names,
 )
-from .source import register_generated
-from .tracking import WriteMarks, ad_error_handler, caught_check, guard_with_body
-from .writers import in_place_form
+from ad.transform.source import register_generated
+from ad.transform.tracking import WriteMarks, ad_error_handler, caught_check, guard_with_body
+from ad.transform.writers import in_place_form
 
 __all__ = ["build_forward", "generate_forward", "t"]
 
@@ -439,9 +439,9 @@ def build_forward(
 ) -> Compiled:
     """Run the whole forward pipeline for ``f`` and compile the result (``inline``:
     with its small helpers inlined, see ``inlining``)."""
-    from .._forward import FORWARD_HELPERS
-    from . import front
-    from .codegen import compile_primal, factory_module
+    from ad.runtime.forward import FORWARD_HELPERS
+    from ad.transform import front
+    from ad.transform.codegen import compile_primal, factory_module
 
     fr = front(f, closure_active, as_init, inline=inline)
     freevars = f.__code__.co_freevars
@@ -463,7 +463,7 @@ def build_forward(
 
 def _readable(fn: ast.FunctionDef, filename: str, used: set[str]) -> str:
     """The generated pushforward as source, each statement with its source line."""
-    from . import _annotate
+    from ad.transform import _annotate
 
     lines = [f"# generated from {filename}", f"# helpers: {', '.join(sorted(used))}"]
     lines.append(f"def _ad_fwd({ast.unparse(fn.args)}):")

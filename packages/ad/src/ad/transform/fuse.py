@@ -10,7 +10,7 @@ whose temporaries are read by nothing but each other, and whose *root*, a
 whole-array ``np.sum`` or ``np.mean`` (or ``.sum()``/``.mean()``), is its one result. Members are the
 operators ``+ - * /`` and unary ``-``, ``a ** n`` (a constant integer ``n >= 2``;
 ``np.square(a)`` is ``a ** 2``),
-the ufuncs of ``ad._fused.UFUNCS`` on one array, and basic slices ``x[i:j]``. A
+the ufuncs of ``ad.runtime.fused_regions.UFUNCS`` on one array, and basic slices ``x[i:j]``. A
 linear combination of such sums (or of such means) is one region too, its root the
 combination: ``np.sum(a) + np.sum(b)``, ``100.0 * np.sum(a)``, ``s = s + np.sum(a)
 + np.sum(b)`` (``_combined``; ``s`` must be a number).
@@ -18,14 +18,14 @@ combination: ``np.sum(a) + np.sum(b)``, ``100.0 * np.sum(a)``, ``s = s + np.sum(
 ``find_regions`` finds them; ``emit`` writes, for one region, a test and the two
 halves of its fused form. The test (at the root) holds when the operands are float64
 (or all float32) arrays whose shapes broadcast, Python floats or numpy scalars of
-their dtype (``ad._fused.fused_shape``), the functions are numpy's, and their rules
-the built-in ones (``ad._fast.FLAGS.fused``). Then the primal is plain numpy at the
+their dtype (``ad.runtime.fused_regions.fused_shape``), the functions are numpy's, and their rules
+the built-in ones (``ad.runtime.lean_rules.FLAGS.fused``). Then the primal is plain numpy at the
 broadcast shape, writing into the buffers of temporaries that died when they have
 that shape, and the adjoint is the one derived here, once: each
 cotangent is kept as a term ``c · v · f1 · f2 / g1`` (``v`` the root's cotangent,
 a float, ``c`` a constant), so constants fold and nothing is computed until an
 input needs its array, of the broadcast shape, then summed to the input's own
-(``ad._fused.fused_fit``, as the per-operation rules do). Otherwise the members run
+(``ad.runtime.fused_regions.fused_fit``, as the per-operation rules do). Otherwise the members run
 the per-operation path.
 """
 
@@ -37,7 +37,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from .._fused import REDUCTIONS, UFUNCS
+from ad.runtime.fused_regions import REDUCTIONS, UFUNCS
 
 __all__ = ["Fused", "Region", "emit", "find_regions", "module_attribute"]
 
@@ -961,7 +961,7 @@ def _primal(em: _Emitter, kept: set[str]) -> tuple[list, list, str]:
             elif any(full):
                 expr = f"{expr} if {' and '.join(t for t in full if t)} else {_op_expr(op, args, None)}"
         (stmts if op.target in needed else value).append((f"{z} = {expr}", op.line))
-    # What the rules compute (see ``ad._fast._lean_reduction``): np.add.reduce, as
+    # What the rules compute (see ``ad.runtime.lean_rules._lean_reduction``): np.add.reduce, as
     # np.sum does, and for the mean its division, as np.mean does (with its warning
     # and NaN for an empty array).
     # Then what combines them: the user's own operations on those numbers.

@@ -11,11 +11,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from ._nodes import at
-from ._nodes import call as _call
-from .activity import all_nodes, stored_names
-from .anf import ITEM_UPDATE
-from .writers import WRITER_PREFIX
+from ad.transform._nodes import at
+from ad.transform._nodes import call as _call
+from ad.transform.activity import all_nodes, stored_names
+from ad.transform.anf import ITEM_UPDATE
+from ad.transform.writers import WRITER_PREFIX
 
 __all__ = [
     "argument_write_guard",
@@ -46,7 +46,7 @@ def ownership_guard(
     (``_ad_iop_*``), an item, attribute or ``append`` write, or a call with
     ``out=x`` (``local()``: the names the function binds).
 
-    ``_ad_own`` (``ad._ownership``) refuses the write when something the user
+    ``_ad_own`` (``ad.runtime.ownership``) refuses the write when something the user
     can observe holds that object too, and gives an undifferentiated write a
     copy when the tape does. A differentiated write into a parameter's
     container is ``argument_write_guard``'s to judge (the caller may rebind

@@ -5,7 +5,7 @@ with ``_ad_follow`` calls inserted, and the seeds grown by the names they bind.
 
 A write into a dict, list or user object is seen through every name that
 holds it. Variables carry a derivative only along the names the analysis
-knows, so ``ad._state`` follows such an object by identity instead, from the
+knows, so ``ad.runtime.state`` follows such an object by identity instead, from the
 point ``follow`` marks it. This pass marks:
 
 * a captured or global container or object the function writes a value that
@@ -37,9 +37,9 @@ import builtins
 import types
 from typing import Any
 
-from .._state import CAPTURED_WRITTEN, holder
-from ._nodes import at
-from .activity import (
+from ad.runtime.state import CAPTURED_WRITTEN, holder
+from ad.transform._nodes import at
+from ad.transform.activity import (
     active_names,
     definition_reads,
     free_names,

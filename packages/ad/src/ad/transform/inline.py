@@ -5,18 +5,18 @@ the operation itself behind a type test, keeping on the tape what the adjoint
 needs (None, or a tuple of operands) instead of a pullback closure; the
 adjoint reads it back. Other operand types go through ``_ad_fasti_<op>``,
 which may also return a tape entry (same-shape float arrays) or a pullback;
-for mul and ``a ** n`` the adjoint hands those to ``ad._fast_adjoint``.
+for mul and ``a ** n`` the adjoint hands those to ``ad.runtime.inline_arithmetic``.
 """
 
 from __future__ import annotations
 
 import ast
 
-from ._nodes import LOAD, at
-from ._nodes import assign as _assign
-from ._nodes import call as _call
-from ._nodes import const as _const
-from ._nodes import load as _ln
+from ad.transform._nodes import LOAD, at
+from ad.transform._nodes import assign as _assign
+from ad.transform._nodes import call as _call
+from ad.transform._nodes import const as _const
+from ad.transform._nodes import load as _ln
 
 __all__ = ["arithmetic", "fast_helper", "inline_adjoint", "inline_op", "item_adjoint", "item_read"]
 
@@ -38,7 +38,7 @@ def _key(a: ast.expr) -> object:
 def _float_test(op: str, operands: list[ast.expr], line: int) -> ast.expr:
     """``type(a) is _ad_FP.op [is type(b)]``: the operands (one or two, none a
     constant) are Python floats and the float path of ``op`` is valid (see
-    ``ad._fast_adjoint.FLOAT_PATHS``)."""
+    ``ad.runtime.inline_arithmetic.FLOAT_PATHS``)."""
     kind = at(ast.Attribute(_ln("_ad_FP", line), op, LOAD), line)
     types = [_call("_ad_type", a, line=line) for a in operands]
     return at(_Compare(types[0], [_IS] * len(types), [kind, *types[1:]]), line)
@@ -48,7 +48,7 @@ def arithmetic(func: ast.expr) -> str | None:
     """The operator ``func`` calls (``"mul"``) for ``_ad_op_mul`` and the in-place
     ``_ad_iop_mul``, else None. On the numbers and arrays the fast helper takes
     (``_ad_fasti_iop_mul``: Python numbers, arrays keeping their shape and dtype,
-    after ``ad._ownership``), ``x *= y`` is the same program as ``x = x * y``."""
+    after ``ad.runtime.ownership``), ``x *= y`` is the same program as ``x = x * y``."""
     if type(func) is not _Name:
         return None
     name = func.id  # type: ignore[attr-defined]
@@ -147,7 +147,7 @@ def inline_adjoint(
 
     ``call_stmt`` is the general path, ``<slots> = _ad_p(seed)``. For mul and
     ``a ** n`` it calls ``_ad_mul_adjoint``/``_ad_pow_adjoint`` instead (see
-    ``ad._fast_adjoint``), which also read a list tape (float arrays, see ``_fast``).
+    ``ad.runtime.inline_arithmetic``), which also read a list tape (float arrays, see ``ad.runtime.lean_rules``).
     """
     order = sorted(used)
     body = [_assign(f"_ad_g{i}", _inline_gradient(op, i, seed, args, line), line) for i in order]
@@ -177,7 +177,7 @@ _READS = {"_ad_op_getitem": "_ad_read_item", "_ad_getattr": "_ad_read_attr"}
 def item_read(value: ast.Call, target: ast.expr) -> str | None:
     """For ``target = value`` an item read ``obj[key]`` (``_ad_op_getitem``) or a
     field read ``obj.name`` (``_ad_getattr``), the helper that reads it for the lean
-    tape of ``ad._fast_items``; else None."""
+    tape of ``ad.runtime.item_reads``; else None."""
     func = value.func
     if type(func) is not _Name or value.keywords or len(value.args) != 2:
         return None
@@ -188,7 +188,7 @@ def item_read(value: ast.Call, target: ast.expr) -> str | None:
 
 def item_adjoint(seed: ast.expr, call_stmt: ast.Assign, line: int) -> tuple[ast.stmt, ast.Assign]:
     """The adjoint of an item read: ``_ad_g1 = _ad_item_ct(_ad_p, seed)`` when the
-    tape holds a tuple (``ad._fast_items``), else ``call_stmt``, the pullback's call;
+    tape holds a tuple (``ad.runtime.item_reads``), else ``call_stmt``, the pullback's call;
     and that assignment (it writes the container's gradient slot)."""
     partial = _assign("_ad_g1", _call("_ad_item_ct", _ln("_ad_p", line), seed, line=line), line)
     test = at(

@@ -47,15 +47,14 @@ import types
 import weakref
 from typing import Any
 
+from ad.transform.activity import param_names, read_and_stored
+from ad.transform.anf import normalize
+from ad.transform.desugar import desugar
+from ad.transform.fence import check_supported
+from ad.transform.protocols import explicit_protocols
+from ad.transform.source import get_source
+from ad.transform.writers import WRITER_PREFIX, spelled_as_rebinding
 from rulescore import frule, rrule
-
-from .activity import param_names, read_and_stored
-from .anf import normalize
-from .desugar import desugar
-from .fence import check_supported
-from .protocols import explicit_protocols
-from .source import get_source
-from .writers import WRITER_PREFIX, spelled_as_rebinding
 
 __all__ = [
     "ENABLED",
@@ -167,7 +166,7 @@ def check_guards_after(guards: tuple, f: types.FunctionType) -> None:
     g = f.__globals__
     for name, fn in guards:
         if g.get(name) is not fn:
-            from ..errors import MutationError
+            from ad.errors import MutationError
 
             raise MutationError(
                 f"{f.__qualname__} ({f.__code__.co_filename}:{f.__code__.co_firstlineno}): "

@@ -18,7 +18,7 @@ name a pattern binds carries its part's derivative::
 A sequence pattern matches a ``collections.abc.Sequence`` other than ``str``,
 ``bytes`` and ``bytearray`` (not a numpy array, as in Python); a mapping pattern
 a ``collections.abc.Mapping``; a class pattern's positional sub-patterns read
-the attributes ``__match_args__`` names (``_control.match_args``); an or-pattern
+the attributes ``__match_args__`` names (``ad.runtime.control.match_args``); an or-pattern
 tries its alternatives in order, each binding the same names into temporaries.
 """
 

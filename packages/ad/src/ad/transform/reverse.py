@@ -23,15 +23,25 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .._fused import REDUCTIONS
-from ..errors import UnsupportedSyntaxError
-from ._nodes import FAST_OPS, LOAD, NO_VALUE, STORE, TYPE_PARAMS, Z, at, forget_shared, plain
-from ._nodes import assign as _assign
-from ._nodes import call as _call
-from ._nodes import const as _const
-from ._nodes import load as _ln
-from ._nodes import store as _sn
-from .activity import (
+from ad.errors import UnsupportedSyntaxError
+from ad.runtime.fused_regions import REDUCTIONS
+from ad.transform._nodes import (
+    FAST_OPS,
+    LOAD,
+    NO_VALUE,
+    STORE,
+    TYPE_PARAMS,
+    Z,
+    at,
+    forget_shared,
+    plain,
+)
+from ad.transform._nodes import assign as _assign
+from ad.transform._nodes import call as _call
+from ad.transform._nodes import const as _const
+from ad.transform._nodes import load as _ln
+from ad.transform._nodes import store as _sn
+from ad.transform.activity import (
     all_nodes,
     capture_errors,
     free_names,
@@ -42,9 +52,9 @@ from .activity import (
     value_is_active,
     value_reads,
 )
-from .codegen import mark_located
-from .fuse import Region, emit, find_regions, module_attribute
-from .guards import (
+from ad.transform.codegen import mark_located
+from ad.transform.fuse import Region, emit, find_regions, module_attribute
+from ad.transform.guards import (
     argument_write_guard,
     captured_write,
     local_names,
@@ -52,10 +62,17 @@ from .guards import (
     rebound_names,
     returned_names,
 )
-from .inline import arithmetic, fast_helper, inline_adjoint, inline_op, item_adjoint, item_read
-from .simplify import simplify_adjoint
-from .tracking import Track, WriteMarks, tracked_block, try_or_with
-from .writers import in_place_form
+from ad.transform.inline import (
+    arithmetic,
+    fast_helper,
+    inline_adjoint,
+    inline_op,
+    item_adjoint,
+    item_read,
+)
+from ad.transform.simplify import simplify_adjoint
+from ad.transform.tracking import Track, WriteMarks, tracked_block, try_or_with
+from ad.transform.writers import in_place_form
 
 __all__ = ["generate"]
 
@@ -71,13 +88,13 @@ def _pass(line: int) -> ast.Pass:
 
 def _if_once(body: list[ast.stmt], orelse: list[ast.stmt], line: int) -> ast.If:
     """``if _ad_once: body else: orelse``: ``_ad_once`` is true when this call of the
-    adjoint is its only one, so it may free the tape as it goes (see ``_runtime.claim``)."""
+    adjoint is its only one, so it may free the tape as it goes (see ``ad.runtime.reverse.claim``)."""
     return at(ast.If(_ln("_ad_once", line), body, orelse), line)
 
 
 def _expect(var: str, line: int) -> ast.Assign:
     """``_ad_O.expect = var``: hand the once signal to the tape entry the adjoint is
-    about to use (the pullback it calls next claims it, see ``_runtime.claim``)."""
+    about to use (the pullback it calls next claims it, see ``ad.runtime.reverse.claim``)."""
     target = at(ast.Attribute(_ln("_ad_O", line), "expect", STORE), line)
     return _assign(target, _ln(var, line), line)
 
@@ -300,7 +317,7 @@ class _Gen:
                 line,
             ),
         ]
-        # Run once (see ``_once``), the adjoint pops the entry instead: the same
+        # Run once (see ``ad.runtime.single_use``), the adjoint pops the entry instead: the same
         # entry (the reads are last-in first-out), no longer held by the stack.
         pop = at(_Call(at(ast.Attribute(_ln(stack, line), "pop", LOAD), line), [], []), line)
         if self.pure:
@@ -651,7 +668,7 @@ class _Gen:
             # them instead of a pullback: it does for same-shape float arrays.
             rcall = at(_Call(_ln(fast_helper(func), line), value.args, []), line)
         elif read:
-            # xs[i], d[k], o.w: a tape entry for plain lists, dicts, objects (ad._fast_items)
+            # xs[i], d[k], o.w: a tape entry for plain lists, dicts, objects (ad.runtime.item_reads)
             rcall = at(_Call(_ln(read, line), value.args, []), line)
         elif value.keywords:
             rcall = at(
@@ -787,7 +804,7 @@ class _Gen:
                 "_ad_kw_ct", _ln(f"_ad_g{n_results - 1}", line), _const(kname, line), line=line
             )
             inner.append(self.accumulate(name, got, line))
-        # A pullback that wrote an object's field runs whatever its input (``ad._state``).
+        # A pullback that wrote an object's field runs whatever its input (``ad.runtime.state``).
         held = _ln(pb if depth == 0 else "_ad_p", line)
         stateful = at(
             _Compare(
@@ -1132,7 +1149,7 @@ def generate(
         init.append(at(ast.Assign([_sn(d(a), line) for a in adjoint_names], _ln(Z, line)), line))
     for stack in gen.stacks:
         init.append(_assign(stack[:-2] + "_i", _call("_ad_len", _ln(stack, line), line=line), line))
-    # Whether this call is the adjoint's only one: claimed at entry (``_runtime.claim``),
+    # Whether this call is the adjoint's only one: claimed at entry (``ad.runtime.reverse.claim``),
     # by the token ``_ad_me``, a fresh list for each closure, which only it holds.
     has_tape = bool(gen.n_calls or gen.stacks) and not pure
     if has_tape:

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import ast
 
-from ._nodes import Z, at
-from ._nodes import assign as _assign
-from ._nodes import call as _call
-from ._nodes import const as _const
-from ._nodes import load as _ln
-from ._nodes import store as _sn
-from .activity import all_nodes, stored_names
+from ad.transform._nodes import Z, at
+from ad.transform._nodes import assign as _assign
+from ad.transform._nodes import call as _call
+from ad.transform._nodes import const as _const
+from ad.transform._nodes import load as _ln
+from ad.transform._nodes import store as _sn
+from ad.transform.activity import all_nodes, stored_names
 
 _Assign, _Name, _Tuple, _If = ast.Assign, ast.Name, ast.Tuple, ast.If
 _IS = ast.Is()

@@ -23,8 +23,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import NoSourceError
-from .codegen import locate
+from ad.errors import NoSourceError
+from ad.transform.codegen import locate
 
 __all__ = [
     "FunctionSource",
@@ -333,7 +333,7 @@ def _source_in(lines: list[str], fn: types.FunctionType, check: bool) -> Functio
         if check and not _belongs(lines, fn):
             raise _Mismatch
         if isinstance(found, ast.AsyncFunctionDef):
-            from ..errors import UnsupportedSyntaxError
+            from ad.errors import UnsupportedSyntaxError
 
             raise UnsupportedSyntaxError(
                 f"{filename}:{found.lineno}: cannot differentiate async function "

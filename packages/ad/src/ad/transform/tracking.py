@@ -34,7 +34,7 @@ Nor may the code go on after an exception left a differentiated function
 that had written into an object its caller may hold: that write's derivative
 is lost with the function's frame. Such a function marks its frame after the
 write (``WriteMarks``), and each handler first looks for the mark along the
-exception's traceback (``_ad_caught``, see ``_control``).
+exception's traceback (``_ad_caught``, see ``ad.runtime.control``).
 
 Forward mode needs none of the tracking (each statement updates its value and
 its tangent together), only the last two guards (``forward``).
@@ -46,15 +46,15 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ._nodes import Z, at
-from ._nodes import assign as _assign
-from ._nodes import call as _call
-from ._nodes import const as _const
-from ._nodes import load as _ln
-from .activity import param_names, stored_names
+from ad.transform._nodes import Z, at
+from ad.transform._nodes import assign as _assign
+from ad.transform._nodes import call as _call
+from ad.transform._nodes import const as _const
+from ad.transform._nodes import load as _ln
+from ad.transform.activity import param_names, stored_names
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .reverse import _Gen
+    from ad.transform.reverse import _Gen
 
 __all__ = [
     "Track",
@@ -144,7 +144,7 @@ def _unfinished(
     the loop computed reaches the result. That is known outside loops (depth 0),
     where the loop's tape entries are its own: no cotangent reached a variable it
     assigned (``except ...: ys = []`` after ``ys = [f(v) for v in xs]``), and none
-    of its entries must run without one (``_control.stateful_in``); the adjoint
+    of its entries must run without one (``ad.runtime.control.stateful_in``); the adjoint
     then skips it."""
     raise_ = _raise_unfinished(gen, line)
     if gen.track is None or gen.track.depth:
@@ -195,14 +195,14 @@ def ad_error_handler(line: int) -> ast.ExceptHandler:
 
 
 def caught_check(line: int) -> ast.stmt:
-    """``_ad_caught()``: first in each differentiated ``except`` block (see ``_control``)."""
+    """``_ad_caught()``: first in each differentiated ``except`` block (see ``ad.runtime.control``)."""
     return at(ast.Expr(_call("_ad_caught", line=line)), line)
 
 
 def guard_with_body(s: ast.With, body: list[ast.stmt], keep: str, line: int) -> list[ast.stmt]:
     """``s`` with ``body``, where an exception the context manager suppresses
     (``contextlib.suppress(Exception)``) is re-raised after it when it says the
-    derivative is wrong (an ``ad.ADError``, see ``_control.escaping``)::
+    derivative is wrong (an ``ad.ADError``, see ``ad.runtime.control.escaping``)::
 
         keep = None
         with ...:
@@ -345,7 +345,7 @@ class WriteMarks:
     or object the function did not create itself (a parameter, a value a call
     returned...): an exception leaving the function after that write leaves the
     caller a changed object whose derivative is lost with the function's frame;
-    ``_control.caught`` finds the mark there and refuses to go on."""
+    ``ad.runtime.control.caught`` finds the mark there and refuses to go on."""
 
     def __init__(self, fn: ast.FunctionDef) -> None:
         self.fn = fn

@@ -2,7 +2,7 @@
 spelled as the rebinding of that array to a new one.
 
 ``np.put_along_axis(a, idx, v, axis=1)`` changes the *object* ``a``; the AD
-follows *variables* (see ``ad._ownership``), so the statement becomes
+follows *variables* (see ``ad.runtime.ownership``), so the statement becomes
 
     _ad_wf1 = _ad_writer(np.put_along_axis)
     a = _ad_wf1(a, idx, v, axis=1)
@@ -23,7 +23,7 @@ an assignment, becomes ``c = copyto(c, np.multiply(a, b))`` (numpy's
 Rewritten: a call statement (or a single-target assignment, for ``out=``)
 whose function is a name or a dotted name that the function neither binds nor
 receives, resolving *now* to such a numpy function, and whose written array
-is a plain name. Anything else runs as before (``ad._plain_calls`` refuses a
+is a plain name. Anything else runs as before (``ad.runtime.plain_calls`` refuses a
 write it cannot follow, naming the line).
 
 >>> import numpy as np, ad
@@ -42,9 +42,8 @@ import itertools
 import types
 from typing import Any
 
+from ad.transform.holders import LOCAL, UNBOUND, name_resolver
 from rules.functional import functional_form
-
-from .holders import LOCAL, UNBOUND, name_resolver
 
 __all__ = ["WRITER_PREFIX", "in_place_form", "spelled_as_rebinding"]
 
@@ -52,7 +51,7 @@ __all__ = ["WRITER_PREFIX", "in_place_form", "spelled_as_rebinding"]
 #: generators recognise the rebinding by it).
 WRITER_PREFIX = "_ad_wf"
 
-#: numpy's ``copyto`` in generated code (``_ad_np`` is numpy, ``ad._helpers``).
+#: numpy's ``copyto`` in generated code (``_ad_np`` is numpy, ``ad.runtime.helpers``).
 _COPYTO = ast.Attribute(ast.Name("_ad_np", ast.Load()), "copyto", ast.Load())
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 

@@ -1,0 +1,512 @@
+"""The public entry points: ``gradient``, ``withgradient``, ``pullback``, ``code_adjoint``."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import numbers
+import sys
+import types
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from ad.api.params import Params, params_pullback, params_withgradient
+from ad.errors import CotangentShapeError, NonScalarOutputError
+from ad.runtime.cotangents import from_user
+from ad.runtime.fused_regions import NOVALUE
+from ad.runtime.reverse import ONCE, _handoff, _token, call_function, rcall, rcall_kw
+from ad.runtime.state import deep
+from ad.runtime.state import scope as state_scope
+from ad.runtime.tracebacks import entry_point, hide_internals
+from rulescore import (
+    AbstractZero,
+    DuckArray,
+    NotImplementedTangent,
+    ProjectTo,
+    Tangent,
+    ZeroTangent,
+    rrule,
+    unthunk,
+)
+
+__all__ = ["code_adjoint", "gradient", "pullback", "user_results", "withgradient"]
+
+
+_FunctionType = types.FunctionType
+_RRULES = rrule.table._rules
+_partial = functools.partial
+_ZERO = ZeroTangent()
+_PLAIN: frozenset = frozenset([float])
+_SEEDS: dict = {float: 1.0}
+_np = sys.modules.get("numpy")
+_ndarray: Any = None if _np is None else _np.ndarray
+_ARRAYS: tuple = () if _np is None else (_np.ndarray, _np.generic)
+if _np is not None:  # ad depends on numpy; keep the lookups exact by type
+    _PLAIN = frozenset([float, _np.ndarray, _np.float64])
+    _SEEDS.update({_np.float64: _np.float64(1), _np.float32: _np.float32(1)})
+
+
+class WithGradient(NamedTuple):
+    """``withgradient``'s result: the function's value and the gradient tuple."""
+
+    val: Any
+    grad: tuple
+
+
+def _top_call(
+    f: Callable, args: tuple, novalue: bool = False, kwargs: dict | None = None
+) -> tuple[Any, Callable]:
+    """``f(*args, **kwargs)`` and its pullback: one differentiation's forward pass."""
+    with state_scope():
+        return _unscoped_top_call(f, args, novalue, kwargs)
+
+
+def _unscoped_top_call(
+    f: Callable, args: tuple, novalue: bool = False, kwargs: dict | None = None
+) -> tuple[Any, Callable]:
+    # At the top level nobody asks for f's own tangent: captured variables
+    # are constants, so work that only feeds them is never done. ``novalue``: nor
+    # for the value (``gradient``), which a fused sum that is returned may skip.
+    if type(f) is _partial and type(f.func) is _FunctionType and f.func not in _RRULES:
+        if f not in _RRULES:  # a partial with rules of its own is called through them
+            return _partial_call(f, args, kwargs or {})
+    if kwargs:
+        return _keyword_call(f, args, kwargs)
+    if type(f) is _FunctionType and f not in _RRULES:
+        return call_function(f, args, None, False, novalue=novalue)
+    return rcall(f, *args)
+
+
+def _partial_call(p: functools.partial, args: tuple, kwargs: dict) -> tuple[Any, Callable]:
+    """``p(*args, **kwargs)`` at the top level: the function ``p`` wraps, called with
+    the bound arguments (data, as a captured variable is) inactive, so nothing is
+    computed for them; the pullback returns ``(∂p, ∂args...)`` as for ``p`` itself."""
+    fn: types.FunctionType = p.func  # type: ignore[assignment]  # the caller checked it
+    nb = len(p.args)
+    keywords = {**p.keywords, **kwargs}
+    mask = (1 << nb) - 1 | (_keyword_mask(fn, keywords) if keywords else 0)
+    y, pb = call_function(fn, (*p.args, *args), keywords or None, False, inactive=mask)
+    n = len(args)
+
+    def top_partial_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+        if ONCE.expect is not None:
+            _handoff(pb, _once)
+        cts = pb(ȳ)
+        return (_ZERO, *cts[1 + nb : 1 + nb + n])
+
+    return y, top_partial_pullback
+
+
+def _keyword_call(f: Callable, args: tuple, kwargs: dict) -> tuple[Any, Callable]:
+    """``f(*args, **kwargs)`` differentiated with respect to ``args`` only: the
+    pullback returns ``(∂f, ∂args...)``, as without keywords. A Python function's
+    parameters that the keywords fill start inactive (see ``rcall_masked``), so
+    nothing is computed for them; the rest (keyword-only parameters, ``**kw``)
+    are differentiated and their cotangents dropped."""
+    if type(f) is _FunctionType and f not in _RRULES:
+        y, pb = call_function(f, args, kwargs, False, inactive=_keyword_mask(f, kwargs))
+    else:
+        y, pb = rcall_kw(f, args, kwargs)
+    n = 1 + len(args)
+
+    def keyword_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+        if ONCE.expect is not None:
+            _handoff(pb, _once)
+        return pb(ȳ)[:n]
+
+    return y, keyword_pullback
+
+
+def _keyword_mask(f: types.FunctionType, kwargs: dict) -> int:
+    """The bits of ``f``'s positional parameters that ``kwargs`` fills."""
+    code = f.__code__
+    names = code.co_varnames[: code.co_argcount]
+    mask = 0
+    for i, name in enumerate(names):
+        if name in kwargs:
+            mask |= 1 << i
+    return mask
+
+
+def bind_keywords(f: Callable, kwargs: dict) -> Callable:
+    """``f`` with ``kwargs`` bound, for the entry points that pass no keywords further
+    down (``Params``, ``hessian``, nested differentiation): a Python closure, whose
+    ``f(*args, **kwargs)`` every mode follows (nested differentiation does not
+    follow a ``functools.partial``). Its captured variables are ``f`` and
+    ``kwargs``: a caller that needs ``f``'s own tangent reads field ``"f"``."""
+    if not kwargs:
+        return f
+
+    def with_keywords(*args: Any) -> Any:
+        return f(*args, **kwargs)
+
+    with_keywords.__name__ = getattr(f, "__name__", "with_keywords")
+    return with_keywords
+
+
+def to_user(ct: Any) -> Any:
+    """A cotangent as ``gradient`` reports it: zeros become None, thunks are evaluated,
+    tuple/list/dict tangents become tuples/lists/dicts; a read-only array (a whole-array
+    sum's ``uniform`` cotangent, eight bytes, or a read-only view of a value the
+    computation holds) becomes an array of its own."""
+    if ct.__class__ in _PLAIN:  # the usual case: an array or a float, nothing to convert
+        if ct.__class__ is _ndarray and not ct.flags.writeable:
+            return ct.copy()
+        return ct
+    ct = unthunk(ct)
+    if ct.__class__ is _ndarray:
+        return to_user(ct)
+    if isinstance(ct, AbstractZero):
+        return None
+    if isinstance(ct, NotImplementedTangent):
+        ct._fail()
+    if isinstance(ct, Tangent):
+        b: Any = ct._backing  # a tuple or a dict, by kind
+        kind = type(ct)._kind
+        if kind == "positional":
+            P = type(ct).primal_type
+            vals = [to_user(v) for v in b]
+            return vals if P is list else tuple(vals)
+        if kind == "mapping":
+            return {k: to_user(v) for k, v in b.items()}
+        order = type(ct)._allowed or ()
+        keys = [k for k in order if k in b] + [k for k in b if k not in order]
+        return type(ct)._from_backing({k: _field_to_user(b[k]) for k in keys})
+    if type(ct) is list:
+        return [to_user(v) for v in ct]
+    if type(ct) is tuple:
+        return tuple(to_user(v) for v in ct)
+    if type(ct) is dict:
+        return {k: to_user(v) for k, v in ct.items()}
+    return ct
+
+
+def user_results(cts: Any, args: tuple, seed: Any = None) -> tuple:
+    """The arguments' cotangents ``cts[1:]`` as the caller receives them
+    (``to_user``), each an object the caller may change freely: an array that
+    shares memory with the seed, an argument or another result is copied, and
+    a complex cotangent of a real argument (from a rule that did not project)
+    is projected onto the reals, as ``ProjectTo`` of that argument does."""
+    out = [to_user(c) for c in cts[1:]]
+    taken: set[int] = set()
+    if seed.__class__ is not float:
+        _claim(seed, taken, False)
+    for x in args:
+        if x.__class__ is _ndarray:  # the usual case, without _claim's dispatch
+            taken.add(_owner(x))
+        else:
+            _claim(x, taken, False)
+    for i, (g, x) in enumerate(zip(out, args)):
+        if g.__class__ is _ndarray and x.__class__ is _ndarray:
+            if g.dtype.kind == "c" and x.dtype.kind in "fiu":
+                g = ProjectTo(x)(g)
+            key = _owner(g)
+            if key in taken:
+                g = g.copy()
+                key = id(g)
+            taken.add(key)
+            out[i] = g
+            continue
+        if g is not None and _is_real(x) and _is_complex(g):
+            g = ProjectTo(x)(g)
+        out[i] = _claim(_keys_in_order(g, x), taken, True)
+    return tuple(out)
+
+
+def _keys_in_order(g: Any, x: Any) -> Any:
+    """A dict's gradient with its keys in the dict's order (the backward pass adds
+    entries in the order it reaches them: the reads' reverse), nested dicts too."""
+    if type(g) is not dict or not isinstance(x, dict):
+        return g
+    return {k: _keys_in_order(g[k], x[k]) for k in x if k in g}
+
+
+def _owner(a: Any) -> int:
+    """The identity of the object whose memory an array uses."""
+    while isinstance(a, _ndarray) and a.base is not None:
+        a = a.base
+    return id(a)
+
+
+def _claim(v: Any, taken: set[int], fresh: bool) -> Any:
+    """``v`` with every array in it recorded in ``taken``; with ``fresh``, an array
+    whose memory is taken already is replaced by a copy first."""
+    kind = type(v)
+    if kind is _ndarray:
+        key = _owner(v)
+        if fresh and key in taken:
+            v = v.copy()
+            key = id(v)
+        taken.add(key)
+        return v
+    if kind is tuple or kind is list:
+        return kind(_claim(e, taken, fresh) for e in v)
+    if kind is dict:
+        return {k: _claim(e, taken, fresh) for k, e in v.items()}
+    if isinstance(v, Tangent) and fresh:
+        b = v._backing
+        if type(b) is dict:
+            return type(v)._from_backing({k: _claim(e, taken, fresh) for k, e in b.items()})
+        return v
+    if isinstance(v, Tangent):
+        for e in v._backing.values() if type(v._backing) is dict else v._backing:
+            _claim(e, taken, fresh)
+    return v
+
+
+def _is_real(x: Any) -> bool:
+    if isinstance(x, (int, float)):
+        return not isinstance(x, bool)
+    return isinstance(x, _ARRAYS) and x.dtype.kind in "fiu"
+
+
+def _is_complex(g: Any) -> bool:
+    return isinstance(g, complex) or (isinstance(g, _ARRAYS) and g.dtype.kind == "c")
+
+
+def _field_to_user(v: Any) -> Any:
+    v = unthunk(v)
+    if isinstance(v, AbstractZero):
+        return ZeroTangent()
+    return to_user(v)
+
+
+@entry_point
+def pullback(f: Callable, /, *args: Any, **kwargs: Any) -> tuple[Any, Callable]:
+    """The value of ``f(*args, **kwargs)`` and a function mapping an output
+    cotangent to the positional arguments' cotangents (a tuple, ``None`` where no
+    gradient flows). Keyword arguments are passed to ``f`` and not differentiated.
+
+    >>> import numpy as np
+    >>> y, back = pullback(lambda x: x * 2.0, np.array([1.0, 2.0]))
+    >>> back(np.array([1.0, 10.0]))
+    (array([ 2., 20.]),)
+    >>> y, back = pullback(lambda x, scale: x * scale, 3.0, scale=5.0)
+    >>> y, back(1.0)
+    (15.0, (5.0,))
+
+    See also: gradient, withgradient.
+    """
+    try:
+        if len(args) == 1 and isinstance(args[0], Params):  # implicit parameters
+            return params_pullback(bind_keywords(f, kwargs), args[0])
+        with deep:
+            y, pb = _top_call(f, args, kwargs=kwargs)
+    except Exception as e:
+        if hide_internals(e):  # Python 3.10: see ad.runtime.tracebacks
+            raise e
+        raise
+
+    @entry_point
+    def back(ȳ: Any) -> tuple:
+        try:
+            _check_seed(ȳ, y, f)
+            with deep:
+                return user_results(pb(from_user(ȳ)), args, ȳ)
+        except Exception as e:
+            if hide_internals(e):  # Python 3.10: see ad.runtime.tracebacks
+                raise e
+            raise
+
+    return y, back
+
+
+def _check_seed(ȳ: Any, y: Any, f: Callable) -> None:
+    """Refuse a seed shaped unlike the output it is the cotangent of (an array
+    output's seed: an array, or a number broadcast to it, of the output's shape)."""
+    np = sys.modules.get("numpy")
+    if np is None or type(y) is not np.ndarray or not isinstance(ȳ, np.ndarray):
+        return
+    if ȳ.shape != y.shape:
+        fname = getattr(f, "__name__", repr(f))
+        raise CotangentShapeError(
+            f"pullback({fname}, ...): the seed passed to its back function has shape "
+            f"{ȳ.shape}, but {fname}'s output has shape {y.shape}; the seed is the "
+            "cotangent of the output and must be shaped like it.\n"
+            "To fix: pass an array of the output's shape (e.g. np.ones_like(y))."
+        )
+
+
+def _pullback(f: Callable, *args: Any) -> tuple[Any, Callable]:
+    """Internal form: the pullback returns ``(∂f, ∂args...)``, ∂f included
+    (the tangent of a closure's captured variables), as rulescore values."""
+    y, pb = rcall(f, *args)
+
+    def internal_pullback(ȳ: Any) -> tuple:
+        # Its caller may keep and call it many times: never the generated adjoint
+        # itself, which a caller running once could tell to free its tape.
+        return pb(ȳ)
+
+    return y, internal_pullback
+
+
+def _seed(y: Any, f: Callable) -> Any:
+    seed = _SEEDS.get(y.__class__)
+    if seed is not None:  # float, numpy float64/float32: the usual scalar losses
+        return seed
+    np = sys.modules.get("numpy")
+    if isinstance(y, bool) or not isinstance(y, numbers.Real):
+        if np is not None and isinstance(y, DuckArray) and y.shape == () and y.dtype.kind in "fiu":
+            # In the output's own library (a dask or CuPy 0-d array stays one).
+            return np.ones_like(y, dtype=y.dtype if y.dtype.kind == "f" else np.float64)
+        what = type(y).__name__
+        shape = getattr(y, "shape", None)
+        if shape is not None:
+            what += f" of shape {shape}"
+        if isinstance(y, numbers.Complex) or (
+            np is not None and getattr(getattr(y, "dtype", None), "kind", None) == "c"
+        ):
+            hint = "take the real part, abs, or abs2 of the output"
+        else:
+            hint = "reduce it to a number (e.g. np.sum), or use ad.pullback with a seed of the same shape"
+        raise NonScalarOutputError(
+            f"gradient({getattr(f, '__name__', f)!s}, ...) needs the function to return a real "
+            f"number, got {what}.\nTo fix: {hint}."
+        )
+    if np is not None and isinstance(y, np.floating):
+        return type(y)(1)
+    return 1.0
+
+
+@entry_point
+def gradient(f: Callable, /, *args: Any, **kwargs: Any) -> tuple:
+    """The gradient of a real-valued ``f`` at ``args``: one entry per argument.
+
+    Entries are floats, complex numbers (``∂f/∂re + i ∂f/∂im``) or arrays for
+    numbers and arrays; tuples, lists and dicts for containers; ``Tangent[P]``
+    for dataclasses and objects; ``None`` where no gradient flows.
+
+    >>> gradient(lambda x: 3 * x**2 + 2 * x + 1, 5)
+    (32.0,)
+    >>> gradient(lambda a, b: a * b, 2.0, 3.0)
+    (3.0, 2.0)
+
+    Keyword arguments are passed to ``f`` and not differentiated (constants,
+    like ``argnums`` left out in JAX); ``f`` is positional-only, so even a
+    keyword named ``f`` goes to the function:
+
+    >>> def loss(w, target=0.0, weight=1.0):
+    ...     return weight * (w - target) ** 2
+    >>> gradient(loss, 3.0, target=1.0, weight=0.5)
+    (2.0,)
+
+    The value itself is not returned, and work that only computes it may be
+    skipped: a fused numpy sum the function returns (see the README's "How it
+    works") computes only what its derivative needs.
+
+    See also: withgradient, pullback, jacobian.
+    """
+    try:
+        if not args:
+            _check_called_with_arguments("gradient", f)
+        return _withgradient(f, args, novalue=True, kwargs=kwargs).grad
+    except Exception as e:
+        if hide_internals(e):  # Python 3.10: see ad.runtime.tracebacks
+            raise e
+        raise
+
+
+@entry_point
+def withgradient(f: Callable, /, *args: Any, **kwargs: Any) -> WithGradient:
+    """``(val=f(*args, **kwargs), grad=gradient)``. When ``f`` returns a tuple, the
+    first element is differentiated (the rest are auxiliary outputs); for a dict,
+    the first value. Keyword arguments are passed to ``f``, not differentiated.
+
+    >>> withgradient(lambda x: (x * x, "aux"), 3.0)
+    WithGradient(val=(9.0, 'aux'), grad=(6.0,))
+    >>> withgradient(lambda x, p=1: x**p, 3.0, p=3)
+    WithGradient(val=27.0, grad=(27.0,))
+    """
+    try:
+        if not args:
+            _check_called_with_arguments("withgradient", f)
+        return _withgradient(f, args, kwargs=kwargs)
+    except Exception as e:
+        if hide_internals(e):  # Python 3.10: see ad.runtime.tracebacks
+            raise e
+        raise
+
+
+def _check_called_with_arguments(name: str, f: Callable) -> None:
+    """Refuse ``gradient(f)`` for an ``f`` that needs arguments: a caller who meant
+    ``grad(f)``, the gradient as a function, would otherwise meet an error from
+    inside the generated code."""
+    try:
+        inspect.signature(f).bind()
+    except TypeError:
+        fname = getattr(f, "__name__", type(f).__name__)
+        raise TypeError(
+            f"ad.{name}({fname}) was given no point to differentiate at: ad.{name}(f, *args) "
+            f"differentiates f at args, and {fname} takes arguments.\n"
+            f"To fix: pass them, ad.{name}(f, x), or use ad.grad(f) for the gradient as a "
+            "function (JAX style): ad.grad(f)(x)."
+        ) from None
+    except ValueError:  # no signature to check (a builtin): let the call tell
+        pass
+
+
+def _withgradient(
+    f: Callable, args: tuple, novalue: bool = False, kwargs: dict | None = None
+) -> WithGradient:
+    """``withgradient``; with ``novalue`` (``gradient``), ``val`` may be ``NOVALUE``."""
+    with deep:  # the forward and the backward pass
+        return _withgradient_deep(f, args, novalue, kwargs)
+
+
+def _withgradient_deep(
+    f: Callable, args: tuple, novalue: bool, kwargs: dict | None
+) -> WithGradient:
+    if len(args) == 1 and isinstance(args[0], Params):  # implicit parameters
+        return params_withgradient(bind_keywords(f, kwargs or {}), args[0])
+    y, pb = _top_call(f, args, novalue, kwargs)
+    if y is NOVALUE:  # a returned fused sum that skipped its value: a float
+        return WithGradient(y, user_results(_call_once(pb, 1.0), args))
+    seed: Any = _SEEDS.get(y.__class__)
+    if seed is not None:  # a float loss: the usual case
+        return WithGradient(y, user_results(_call_once(pb, seed), args))
+    if isinstance(y, tuple) and not hasattr(y, "_fields"):
+        if not y:
+            raise NonScalarOutputError("withgradient: the function returned an empty tuple")
+        seed = (_seed(y[0], f), *([ZeroTangent()] * (len(y) - 1)))
+    elif isinstance(y, dict):
+        if not y:
+            raise NonScalarOutputError("withgradient: the function returned an empty dict")
+        first = next(iter(y))
+        seed = {first: _seed(y[first], f)}
+    else:
+        seed = _seed(y, f)
+    return WithGradient(y, user_results(_call_once(pb, seed), args, seed))
+
+
+def _call_once(pb: Callable, seed: Any) -> Any:
+    """``pb(seed)`` for a pullback nobody else holds or calls again: a generated adjoint
+    may then free its tape as it goes (see ``ad.runtime.reverse.claim``)."""
+    ONCE.expect = pb
+    try:
+        return pb(seed)
+    finally:
+        ONCE.expect = None
+
+
+@entry_point
+def code_adjoint(f: Callable, *args: Any) -> str:
+    """The generated primal and adjoint of ``f`` as readable Python source.
+
+    Each statement carries a ``# line N`` comment with its source line.
+
+    >>> def f(x):
+    ...     return x * x
+    >>> print(code_adjoint(f, 3.0))  # doctest: +ELLIPSIS
+    # generated from ...
+    ...
+    """
+    try:
+        from ad.transform import adjoint_source
+
+        if type(f) is not types.FunctionType:
+            raise TypeError(f"code_adjoint needs a Python function, got {type(f).__name__}")
+        return adjoint_source(f, closure_active=False)
+    except Exception as e:
+        if hide_internals(e):  # Python 3.10: see ad.runtime.tracebacks
+            raise e
+        raise

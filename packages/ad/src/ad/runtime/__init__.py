@@ -1,0 +1,23 @@
+"""What generated code calls: dispatch, the tape, accumulation, both modes.
+
+The transform (``ad.transform``) writes code that calls these functions by
+name (the tables in ``helpers`` and ``forward``); the entry points
+(``ad.api``) run that code. Nothing here imports ``ad.api`` or ``ad.higher``.
+
+- reverse mode: ``reverse`` (``rcall``: dispatch to a rule, a transformed
+  function, or plain Python), ``lean_rules`` and ``inline_arithmetic``
+  (specialised calls for floats and float64 arrays), ``item_reads``,
+  ``star_calls``, ``accumulate``, ``single_use``;
+- forward mode: ``forward`` (``fcall``), ``forward_arithmetic``,
+  ``forward_rules``;
+- the rules of what the transform emits: ``rules_containers``,
+  ``rules_objects``, ``rules_iteration``, ``rules_callbacks``, ``control``,
+  ``writers``, ``fused_regions``;
+- Python's semantics: ``dunders`` (operators on user classes), ``wrappers``
+  (callables standing for a function), ``plain_calls`` (library code run as
+  plain Python), ``keywords``;
+- objects and in-place writes: ``state`` (derivatives kept by identity),
+  ``ownership``, ``buffer``, ``checks``;
+- ``config`` (``ADConfig``), ``tracebacks`` (errors that show the user's line),
+  ``rules_check``.
+"""

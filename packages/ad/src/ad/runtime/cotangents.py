@@ -1,0 +1,104 @@
+"""Small helpers shared by ad's structural rules: container cotangents."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ad.errors import CotangentShapeError
+from rulescore import AbstractZero, NoTangent, NotImplementedTangent, Tangent, ZeroTangent, unthunk
+
+_Z = ZeroTangent()
+_NO = NoTangent()
+
+__all__ = ["entries", "from_list_ct", "from_user", "np_module", "zero_like"]
+
+
+def np_module() -> Any:
+    return sys.modules.get("numpy")
+
+
+def entries(ȳ: Any, n: int, what: str) -> tuple:
+    """The entry cotangents of a tuple/list cotangent (zeros expand to n zeros)."""
+    ȳ = unthunk(ȳ)
+    if isinstance(ȳ, AbstractZero):
+        return (_Z,) * n
+    if isinstance(ȳ, NotImplementedTangent):  # each entry's derivative is missing too
+        return (ȳ,) * n
+    if isinstance(ȳ, Tangent):
+        ȳ = ȳ._backing if isinstance(ȳ._backing, tuple) else tuple(ȳ)
+    elif _is_array(ȳ):
+        ȳ = tuple(ȳ)  # a rule's cotangent of an array-like list (np.sum([a, b])): its rows
+    if not isinstance(ȳ, (tuple, list)) or len(ȳ) != n:
+        raise CotangentShapeError(
+            f"the cotangent of {what} must have {n} entries, got {type(ȳ).__name__}"
+            f"{f' of length {len(ȳ)}' if hasattr(ȳ, '__len__') else ''}"
+        )
+    return tuple(ȳ)
+
+
+def _is_array(ȳ: Any) -> bool:
+    np = np_module()
+    return np is not None and isinstance(ȳ, np.ndarray) and ȳ.ndim > 0
+
+
+def zero_like(x: Any) -> Any:
+    np = np_module()
+    if np is not None and isinstance(x, np.ndarray):
+        return np.zeros_like(
+            x, dtype=np.result_type(x.dtype, np.float64) if x.dtype.kind in "iub" else x.dtype
+        )
+    return 0.0
+
+
+def from_list_ct(src: Any, cts: list) -> Any:
+    """Cotangent of ``src`` from the cotangents of ``list(src)``'s entries."""
+    if all(isinstance(c, AbstractZero) for c in cts):
+        return _Z
+    if type(src) is list:
+        return list(cts)
+    if isinstance(src, tuple):
+        fields = getattr(type(src), "_fields", None)
+        if fields is not None and len(fields) == len(cts):  # a namedtuple: Tangent[P]
+            b = {k: c for k, c in zip(fields, cts) if not isinstance(c, AbstractZero)}
+            return Tangent[type(src)]._from_backing(b)
+        return tuple(cts)
+    np = np_module()
+    if np is not None and isinstance(src, np.ndarray):
+        rows = [
+            zero_like(src[i]) if isinstance(c, AbstractZero) else unthunk(c)
+            for i, c in enumerate(cts)
+        ]
+        return np.stack([np.asarray(r) for r in rows]).astype(
+            np.result_type(src.dtype, np.float64) if src.dtype.kind in "iub" else src.dtype,
+            copy=False,
+        )
+    if isinstance(src, dict):
+        return _NO  # iterating a dict yields its keys
+    if isinstance(src, range):
+        return _NO
+    return list(cts)
+
+
+def from_user(ȳ: Any) -> Any:
+    """A cotangent the user passes to a pullback, with ``None`` (no cotangent, as
+    ``nothing`` in Zygote) turned into ``ZeroTangent()``, in containers too.
+
+    >>> from_user([1.0, None, {"a": None}])
+    [1.0, ZeroTangent(), {'a': ZeroTangent()}]
+    """
+    if ȳ is None:
+        return _Z
+    t = type(ȳ)
+    if t is list:
+        return [from_user(v) for v in ȳ]
+    if t is dict:
+        return {k: from_user(v) for k, v in ȳ.items()}
+    if isinstance(ȳ, tuple):
+        vals = [from_user(v) for v in ȳ]
+        if t is tuple:
+            return tuple(vals)
+        if hasattr(t, "_fields"):  # a namedtuple: its Tangent, zero fields left out
+            b = {k: v for k, v in zip(t._fields, vals) if not isinstance(v, AbstractZero)}
+            return Tangent[t]._from_backing(b) if b else _Z
+    return ȳ

@@ -1,0 +1,144 @@
+"""The names the generated code reads, and the functions behind them.
+
+The ANF pass rewrites containers, attribute access, unpacking and in-place
+updates into calls of helpers (``rules_containers``, ``rules_iteration``,
+``rules_objects``), each an ordinary function with an ``rrule`` under ad's
+own ``ADConfig``; the reverse pass adds its runtime (``reverse``) and fast
+paths (``lean_rules``). This table binds them all; codegen gives each a closure cell.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from ad.runtime import reverse as _runtime
+from ad.runtime import rules_iteration as _rules_iteration
+from ad.runtime.control import CONTROL_HELPERS
+from ad.runtime.fused_regions import NOVALUE, fused_fit, fused_full, fused_seed, fused_shape
+from ad.runtime.inline_arithmetic import mul_adjoint, pow_adjoint
+from ad.runtime.item_reads import ITEM_HELPERS
+from ad.runtime.lean_rules import FAST_HELPERS, FLAGS
+from ad.runtime.ownership import own
+from ad.runtime.rules_containers import (
+    apply,
+    aslist,
+    concat_list,
+    concat_tuple,
+    merge_dicts,
+    merge_kw,
+    mk_dict,
+    mk_list,
+    mk_tuple,
+    unpack,
+    unpack_star,
+)
+from ad.runtime.rules_objects import (
+    append,
+    follow_written,
+    getattr_,
+    getattr_object,
+    inplace_fast,
+    inplace_helper,
+    setattr_,
+    setattr_object,
+    setdict,
+    setitem,
+    super_init,
+)
+from ad.runtime.star_calls import rcall_star
+from ad.runtime.state import Stateful, follow, unfollowed, unfollowed_call
+from ad.runtime.writers import in_place, writer
+from ad.transform.anf import BINOPS, UNARYOPS
+
+__all__ = ["HELPERS"]
+
+_Z = _runtime.ZeroTangent()
+_NO = _runtime.NoTangent()
+
+HELPERS: dict[str, Any] = {
+    "_ad_rcall": _runtime.rcall,
+    "_ad_rcall_masked": _runtime.rcall_masked,
+    "_ad_rcall_kw": _runtime.rcall_kw,
+    "_ad_rcall_star": rcall_star,
+    "_ad_acc": _runtime.acc,
+    "_ad_Z": _Z,
+    "_ad_NoTangent": _NO,
+    "_ad_unpack_error": _runtime.unpack_error,
+    "_ad_argument_write": _runtime.argument_write,
+    "_ad_own": own,
+    "_ad_Stateful": Stateful,
+    "_ad_kw_ct": _runtime.kw_ct,
+    "_ad_field": _runtime.field_ct,
+    "_ad_fn_tangent": _runtime.fn_tangent,
+    "_ad_tuple_ct": _runtime.tuple_ct,
+    "_ad_getattr": getattr_,
+    "_ad_setattr": setattr_,
+    # the object protocol spelled out (transform.protocols)
+    "_ad_getattr_object": getattr_object,
+    "_ad_setattr_object": setattr_object,
+    "_ad_setdict": setdict,
+    "_ad_super_init": super_init,
+    "_ad_setitem": setitem,
+    # numpy's in-place functions (transform.writers)
+    "_ad_writer": writer,
+    "_ad_in_place": in_place,
+    "_ad_append": append,
+    "_ad_next": _rules_iteration.next_of,
+    "_ad_next_or": _rules_iteration.next_or,
+    "_ad_follow": follow,
+    "_ad_follow_written": follow_written,
+    "_ad_unfollowed": unfollowed,
+    "_ad_unfollowed_parameter": unfollowed,
+    "_ad_unfollowed_call": unfollowed_call,
+    "_ad_unpack": unpack,
+    "_ad_apply": apply,
+    "_ad_merge_kw": merge_kw,
+    "_ad_merge_dicts": merge_dicts,
+    "_ad_unpack_star": unpack_star,
+    "_ad_mk_tuple": mk_tuple,
+    "_ad_mk_list": mk_list,
+    "_ad_mk_dict": mk_dict,
+    "_ad_concat_tuple": concat_tuple,
+    "_ad_concat_list": concat_list,
+    "_ad_aslist": aslist,
+    "_ad_op_getitem": operator.getitem,
+    "_ad_mul_adjoint": mul_adjoint,
+    "_ad_pow_adjoint": pow_adjoint,
+    # fused regions (transform.fuse)
+    "_ad_FLAGS": FLAGS,
+    "_ad_NOVALUE": NOVALUE,
+    "_ad_np": np,
+    "_ad_ndarray": np.ndarray,
+    "_ad_f64": np.dtype(np.float64),
+    "_ad_f32": np.dtype(np.float32),
+    "_ad_slice": slice,
+    "_ad_fused_seed": fused_seed,
+    "_ad_fused_shape": fused_shape,
+    "_ad_fused_fit": fused_fit,
+    "_ad_fused_full": fused_full,
+    # builtins the generated code calls, under names a user's local cannot shadow
+    "_ad_type": type,
+    "_ad_len": len,
+    "_ad_range": range,
+    "_ad_reversed": reversed,
+    "_ad_isinstance": isinstance,
+    "_ad_hasattr": hasattr,
+    "_ad_float": float,
+    "_ad_int": int,
+    "_ad_ValueError": ValueError,
+}
+HELPERS.update(FAST_HELPERS)
+HELPERS.update(ITEM_HELPERS)  # list and dict reads on a lean tape (_fast_items)
+HELPERS.update(CONTROL_HELPERS)  # try, with and match (transform.patterns, tracking)
+for _op in [*BINOPS.values(), *UNARYOPS.values()]:
+    HELPERS[f"_ad_op_{_op}"] = getattr(operator, _op)
+for _op in BINOPS.values():
+    if _op != "matmul" or hasattr(operator, "imatmul"):
+        HELPERS[f"_ad_iop_{_op}"] = inplace_helper(_op)
+        if f"_ad_fasti_{_op}" in FAST_HELPERS:  # transform.inline.fast_helper
+            HELPERS[f"_ad_fasti_iop_{_op}"] = inplace_fast(
+                FAST_HELPERS[f"_ad_fasti_{_op}"], HELPERS[f"_ad_iop_{_op}"]
+            )
