@@ -94,7 +94,7 @@ def nested_pushforward(f: types.FunctionType, closure_active: bool) -> tuple:
 
 
 def _build(f: types.FunctionType, closure_active: bool) -> tuple:
-    from ad.runtime.forward import FORWARD_HELPERS
+    from ad.runtime.helpers import FORWARD_HELPERS
     from ad.transform import front
     from ad.transform.codegen import compile_primal, factory_module
     from ad.transform.compiled import Compiled, signature_of

@@ -58,6 +58,7 @@ class Buffer:
 
     __slots__ = ("_data", "_frozen", "_version", "dtype", "ndim", "shape", "size")
     __array_ufunc__ = None  # numpy ufuncs refuse it instead of treating it as an object
+    _ad_keeps_its_writes = True  # not followed by identity (``transform.holders.stateful``)
 
     def __init__(self, x: Any, *shape: Any) -> None:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):

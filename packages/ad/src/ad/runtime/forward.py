@@ -45,7 +45,7 @@ from rulescore import (
 )
 from rulescore._thunks import AbstractThunk
 
-__all__ = ["FORWARD_HELPERS", "call_with", "dispatch", "fcall", "fcall_gen"]
+__all__ = ["FORWARD_NAMES", "call_with", "dispatch", "fcall", "fcall_gen"]
 
 CONFIG = ADConfig()
 _Z = ZeroTangent()
@@ -500,23 +500,16 @@ def fiter(it: Any, ṫ: Any) -> Any:
     return zip(it, ṫ)
 
 
-def _forward_helpers() -> dict[str, Any]:
-    from ad.runtime.forward_arithmetic import FAST_HELPERS
-    from ad.runtime.helpers import HELPERS
-
-    return {
-        **HELPERS,
-        "_ad_fcall": fcall,
-        "_ad_fcall_gen": fcall_gen,
-        "_ad_fiter": fiter,
-        "_ad_split": split,
-        "_ad_tan_tuple": tan_tuple,
-        "_ad_tan_list": tan_list,
-        "_ad_tan_dict": tan_dict,
-        "_ad_fn_tangent": fn_tangent,
-        "_ad_field": field_ct,
-        **FAST_HELPERS,
-    }
-
-
-FORWARD_HELPERS = _forward_helpers()
+#: The names forward-mode code reads besides reverse mode's (``helpers`` binds
+#: both tables for the transform).
+FORWARD_NAMES: dict[str, Any] = {
+    "_ad_fcall": fcall,
+    "_ad_fcall_gen": fcall_gen,
+    "_ad_fiter": fiter,
+    "_ad_split": split,
+    "_ad_tan_tuple": tan_tuple,
+    "_ad_tan_list": tan_list,
+    "_ad_tan_dict": tan_dict,
+    "_ad_fn_tangent": fn_tangent,
+    "_ad_field": field_ct,
+}

@@ -22,17 +22,12 @@ from rulescore import unthunk
 
 __all__ = [
     "NOVALUE",
-    "REDUCTIONS",
-    "UFUNCS",
     "fused_fit",
     "fused_full",
     "fused_seed",
     "fused_shape",
 ]
 
-#: The numpy functions a region may call, by attribute name (``transform.fuse``).
-UFUNCS = ("sin", "cos", "exp", "log", "tanh", "sqrt")
-REDUCTIONS = ("sum", "mean")
 _f64 = np.float64
 _f32 = np.float32
 _ndarray = np.ndarray

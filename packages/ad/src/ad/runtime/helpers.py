@@ -17,11 +17,14 @@ import numpy as np
 from ad.runtime import reverse as _runtime
 from ad.runtime import rules_iteration as _rules_iteration
 from ad.runtime.control import CONTROL_HELPERS
+from ad.runtime.forward import FORWARD_NAMES
+from ad.runtime.forward_arithmetic import FAST_HELPERS as FORWARD_ARITHMETIC
 from ad.runtime.fused_regions import NOVALUE, fused_fit, fused_full, fused_seed, fused_shape
 from ad.runtime.inline_arithmetic import mul_adjoint, pow_adjoint
 from ad.runtime.item_reads import ITEM_HELPERS
 from ad.runtime.lean_rules import FAST_HELPERS, FLAGS
 from ad.runtime.ownership import own
+from ad.runtime.plain_calls import plain_entry
 from ad.runtime.rules_containers import (
     apply,
     aslist,
@@ -51,9 +54,10 @@ from ad.runtime.rules_objects import (
 from ad.runtime.star_calls import rcall_star
 from ad.runtime.state import Stateful, follow, unfollowed, unfollowed_call
 from ad.runtime.writers import in_place, writer
+from ad.transform import bindings
 from ad.transform.anf import BINOPS, UNARYOPS
 
-__all__ = ["HELPERS"]
+__all__ = ["FORWARD_HELPERS", "HELPERS"]
 
 _Z = _runtime.ZeroTangent()
 _NO = _runtime.NoTangent()
@@ -142,3 +146,9 @@ for _op in BINOPS.values():
             HELPERS[f"_ad_fasti_iop_{_op}"] = inplace_fast(
                 FAST_HELPERS[f"_ad_fasti_{_op}"], HELPERS[f"_ad_iop_{_op}"]
             )
+
+#: The forward pass's table: reverse mode's names, forward mode's own, and its
+#: specialised scalar arithmetic (``forward_arithmetic``).
+FORWARD_HELPERS: dict[str, Any] = {**HELPERS, **FORWARD_NAMES, **FORWARD_ARITHMETIC}
+
+bindings.bind(HELPERS, FORWARD_HELPERS, plain_entry)

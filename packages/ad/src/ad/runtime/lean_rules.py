@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from ad.runtime.config import ADConfig
-from ad.runtime.fused_regions import REDUCTIONS, UFUNCS
 from ad.runtime.single_use import ONCE as _ONCE
+from ad.transform.fuse import REDUCTIONS, UFUNCS
 from rules import _numpy_elementwise as _ew
 from rules._numpy_products import matmul_fast_cotangents as _matmul_fast_cotangents
 from rules._numpy_products import product as _product

@@ -50,7 +50,6 @@ outside any, objects are followed along variables as before.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import sys
 import threading
@@ -60,23 +59,21 @@ from typing import Any
 
 from ad.runtime.accumulate import acc
 from ad.runtime.single_use import ONCE
+from ad.transform.holders import CAPTURED_WRITTEN, holder, stateful
 from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
 
 __all__ = [
-    "CAPTURED_WRITTEN",
     "Pass",
     "Stateful",
     "current",
     "follow",
     "follow_pullback",
     "followed",
-    "holder",
     "item_key",
     "item_write_pullback",
     "keep_stateful",
     "nested",
     "scope",
-    "stateful",
     "tracked",
     "unfollowed",
     "unfollowed_call",
@@ -225,41 +222,6 @@ def scope(forward: bool = False, over_forward: bool = False) -> Iterator[Pass]:
             TANGENT_PASSES[0] -= 1
 
 
-_STATEFUL: dict[type, bool] = {}
-#: modules whose objects are never followed by identity (arrays are written through
-#: their own operations, which ``ad.runtime.ownership`` guards)
-_PLAIN_MODULES = ("builtins", "numpy", "dask", "cupy")
-
-
-def stateful(obj: Any) -> bool:
-    """Whether ``obj`` is an instance of a user class whose fields can be written
-    (not a tuple, a frozen dataclass, a class, a function, a tangent, numpy's)."""
-    cls = type(obj)
-    try:
-        return _STATEFUL[cls]
-    except KeyError:
-        pass
-    from ad.runtime.buffer import Buffer  # keeps its own account of its writes
-
-    out = not (
-        cls.__module__.split(".")[0] in _PLAIN_MODULES
-        or issubclass(cls, Buffer)
-        or issubclass(
-            cls, (tuple, type, Tangent, AbstractZero, types.FunctionType, types.ModuleType)
-        )
-        or (dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen)  # type: ignore[attr-defined]
-    )
-    if len(_STATEFUL) >= 1024:  # bounded: classes made per call leave
-        _STATEFUL.clear()
-    _STATEFUL[cls] = out
-    return out
-
-
-def holder(obj: Any) -> bool:
-    """Whether the pass can follow ``obj`` by identity: a dict, a list, or a user object."""
-    return isinstance(obj, (dict, list)) or stateful(obj)
-
-
 def innermost() -> Pass | None:
     """The innermost differentiation on this thread, of either mode."""
     stack = getattr(_LOCAL, "stack", None)
@@ -274,11 +236,6 @@ def follow(obj: Any) -> Any:
     if p is not None and holder(obj):
         p.follow(obj)
     return obj
-
-
-#: captured or global holders some transformed function writes (by id, held):
-#: every function reading one reads it through a followed alias (``holders``)
-CAPTURED_WRITTEN: dict[int, Any] = {}
 
 
 def unfollowed(obj: Any, name: str, site: str, fname: str) -> None:

@@ -22,10 +22,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ad.runtime.plain_calls import plain_entry
 from ad.transform._nodes import NO_VALUE, loaded_ids
 from ad.transform.activity import NONDIFF_BUILTINS, active_names, param_names, read_and_stored
 from ad.transform.anf import normalize
+from ad.transform.bindings import REVERSE, library_entry
 from ad.transform.codegen import compile_primal, factory_module, used_names
 from ad.transform.compiled import Compiled, signature_of
 from ad.transform.desugar import desugar
@@ -164,7 +164,7 @@ def transformed(
             key,
             # the standard library runs as plain Python
             lambda: (
-                plain_entry(f, "reverse", as_init) or _build(f, closure_active, as_init, inactive)
+                library_entry(f, "reverse", as_init) or _build(f, closure_active, as_init, inactive)
             ),
         )
     if entry.guards and not guards_hold(entry.guards, f.__globals__):
@@ -423,23 +423,21 @@ def _build(
     inactive: int = 0,
     inline: bool = True,
 ) -> Transformed:
-    from ad.runtime.helpers import HELPERS
-
     fr, fwd = _pipeline(f, closure_active, as_init, inactive=inactive, inline=inline)
     freevars = f.__code__.co_freevars
     # The factory binds the helpers the generated tree reads: names of the ANF body
     # it reuses, and those the generator built (``loaded_ids``), known without a
     # walk. Binding all ~80 would cost as much to compile as a small function.
     reads = fr.reads | loaded_ids()
-    helpers = [n for n in HELPERS if n in reads and n not in freevars]
+    helpers = [n for n in REVERSE if n in reads and n not in freevars]
     code = compile_primal(factory_module(fwd, helpers + list(freevars)), fr.filename)
-    if _reads_as_global(code, HELPERS):  # pragma: no cover - a name built another way
-        cell_names = [n for n in HELPERS if n not in freevars] + list(freevars)
+    if _reads_as_global(code, REVERSE):  # pragma: no cover - a name built another way
+        cell_names = [n for n in REVERSE if n not in freevars] + list(freevars)
         code = compile_primal(factory_module(fwd, cell_names), fr.filename)
     elides = any(a.arg == NO_VALUE for a in fwd.args.kwonlyargs)
     return Compiled(
         code=code,
-        helper_cells=_helper_cells(HELPERS),
+        helper_cells=_helper_cells(REVERSE),
         spec=signature_of(fr.anf),
         elides=elides,
         guards=fr.guards,
@@ -468,7 +466,7 @@ def pure_transformed(
             code,
             "pure",
             key,
-            lambda: plain_entry(f, "pure", as_init) or _build_pure(f, closure_active, as_init),
+            lambda: library_entry(f, "pure", as_init) or _build_pure(f, closure_active, as_init),
         )
     return entry
 
@@ -479,17 +477,15 @@ PURE_PREFIX = "_ar_"
 
 
 def _build_pure(f: types.FunctionType, closure_active: bool, as_init: bool | int) -> Transformed:
-    from ad.runtime.helpers import HELPERS
-
     fr, fwd = _pipeline(f, closure_active, as_init, pure=True)
     anf, filename = fr.anf, fr.filename
-    _rename_private(fwd, HELPERS)
+    _rename_private(fwd, REVERSE)
     freevars = f.__code__.co_freevars
-    cell_names = [n for n in HELPERS if n not in freevars] + list(freevars)
+    cell_names = [n for n in REVERSE if n not in freevars] + list(freevars)
     pristine = copy.deepcopy(fwd)  # factory_module fills in locations in place
     module = factory_module(fwd, cell_names)
     code = compile_primal(module, filename)
-    helpers = frozenset(HELPERS)
+    helpers = frozenset(REVERSE)
     register_generated(code, pristine, filename, helpers)
     backs = [c for c in _nested_codes(code) if c.co_name == PURE_PREFIX + "back"]
     trees = [n for n in _preorder_defs(pristine.body) if n.name == PURE_PREFIX + "back"]
@@ -497,7 +493,7 @@ def _build_pure(f: types.FunctionType, closure_active: bool, as_init: bool | int
         raise AssertionError("pure transform: adjoint definitions and code objects differ")
     for c, t in zip(backs, trees):
         register_generated(c, t, filename, helpers)
-    return Compiled(code=code, helper_cells=_helper_cells(HELPERS), spec=signature_of(anf))
+    return Compiled(code=code, helper_cells=_helper_cells(REVERSE), spec=signature_of(anf))
 
 
 def _rename_private(fn: ast.FunctionDef, helpers: dict[str, Any]) -> None:
@@ -541,16 +537,14 @@ def _preorder_defs(stmts: list[ast.stmt]) -> list[ast.FunctionDef]:
 
 def adjoint_source(f: types.FunctionType, closure_active: bool = False, pure: bool = False) -> str:
     """The generated primal and adjoint as Python source, with source line comments."""
-    from ad.runtime.helpers import HELPERS
-
     fr, fwd = _pipeline(f, closure_active, pure=pure)
     filename = fr.filename
     if pure:
-        _rename_private(fwd, HELPERS)
+        _rename_private(fwd, REVERSE)
     lines: list[str] = [f"# generated from {filename}"]
     for node in fwd.body:
         _annotate(node, lines, 0)
-    used = sorted(used_names(fwd, HELPERS))
+    used = sorted(used_names(fwd, REVERSE))
     header = f"def _ad_fwd({ast.unparse(fwd.args)}):"
     return "\n".join([lines[0], f"# helpers: {', '.join(used)}", header, *lines[1:]])
 
@@ -614,7 +608,9 @@ def forward_transformed(
             code,
             "forward",
             key,
-            lambda: plain_entry(f, "forward", as_init) or build_forward(f, closure_active, as_init),
+            lambda: (
+                library_entry(f, "forward", as_init) or build_forward(f, closure_active, as_init)
+            ),
         )
     if entry.guards and not guards_hold(entry.guards, f.__globals__):
         entry = _general(

@@ -41,6 +41,7 @@ from ad.transform.activity import (
     scope_bound,
     value_is_active,
 )
+from ad.transform.bindings import FORWARD
 from ad.transform.compiled import Compiled, signature_of
 from ad.transform.guards import (
     argument_write_guard,
@@ -439,14 +440,13 @@ def build_forward(
 ) -> Compiled:
     """Run the whole forward pipeline for ``f`` and compile the result (``inline``:
     with its small helpers inlined, see ``inlining``)."""
-    from ad.runtime.forward import FORWARD_HELPERS
     from ad.transform import front
     from ad.transform.codegen import compile_primal, factory_module
 
     fr = front(f, closure_active, as_init, inline=inline)
     freevars = f.__code__.co_freevars
     fn = generate_forward(fr.anf, fr.active, freevars, closure_active, fr.filename, fr.plain)
-    used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id in FORWARD_HELPERS}
+    used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id in FORWARD}
     cell_names = sorted(used - set(freevars)) + list(freevars)
     pristine = copy.deepcopy(fn)  # factory_module fills in locations in place
     module = factory_module(fn, cell_names)
@@ -454,7 +454,7 @@ def build_forward(
     register_generated(code, pristine, fr.filename, frozenset(used))
     return Compiled(
         code=code,
-        helper_cells={n: types.CellType(FORWARD_HELPERS[n]) for n in used},
+        helper_cells={n: types.CellType(FORWARD[n]) for n in used},
         spec=signature_of(fr.anf),
         source=_readable(fn, fr.filename, used),
         guards=fr.guards,

@@ -10,7 +10,7 @@ whose temporaries are read by nothing but each other, and whose *root*, a
 whole-array ``np.sum`` or ``np.mean`` (or ``.sum()``/``.mean()``), is its one result. Members are the
 operators ``+ - * /`` and unary ``-``, ``a ** n`` (a constant integer ``n >= 2``;
 ``np.square(a)`` is ``a ** 2``),
-the ufuncs of ``ad.runtime.fused_regions.UFUNCS`` on one array, and basic slices ``x[i:j]``. A
+the ufuncs of ``UFUNCS`` on one array, and basic slices ``x[i:j]``. A
 linear combination of such sums (or of such means) is one region too, its root the
 combination: ``np.sum(a) + np.sum(b)``, ``100.0 * np.sum(a)``, ``s = s + np.sum(a)
 + np.sum(b)`` (``_combined``; ``s`` must be a number).
@@ -37,9 +37,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from ad.runtime.fused_regions import REDUCTIONS, UFUNCS
+__all__ = ["REDUCTIONS", "UFUNCS", "Fused", "Region", "emit", "find_regions", "module_attribute"]
 
-__all__ = ["Fused", "Region", "emit", "find_regions", "module_attribute"]
+#: The numpy functions a region may call, by attribute name.
+UFUNCS = ("sin", "cos", "exp", "log", "tanh", "sqrt")
+REDUCTIONS = ("sum", "mean")
 
 _BINARY = ("add", "sub", "mul", "truediv")
 _NAME = re.compile(r"\b_ad_z\w+")

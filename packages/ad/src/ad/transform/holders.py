@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import types
 from typing import Any
 
-from ad.runtime.state import CAPTURED_WRITTEN, holder
 from ad.transform._nodes import at
 from ad.transform.activity import (
     active_names,
@@ -48,8 +48,59 @@ from ad.transform.activity import (
     statements,
     value_is_active,
 )
+from rulescore import AbstractZero, Tangent
 
-__all__ = ["LOCAL", "UNBOUND", "follow_holders", "name_resolver"]
+__all__ = [
+    "CAPTURED_WRITTEN",
+    "LOCAL",
+    "UNBOUND",
+    "follow_holders",
+    "holder",
+    "name_resolver",
+    "stateful",
+]
+
+# --- values the pass can follow by identity -------------------------------------
+
+_STATEFUL: dict[type, bool] = {}
+#: modules whose objects are never followed by identity (arrays are written through
+#: their own operations, which ``ad.runtime.ownership`` guards)
+_PLAIN_MODULES = ("builtins", "numpy", "dask", "cupy")
+
+
+def stateful(obj: Any) -> bool:
+    """Whether ``obj`` is an instance of a user class whose fields can be written
+    (not a tuple, a frozen dataclass, a class, a function, a tangent, numpy's, nor
+    a class keeping its own account of its writes, as ``ad.Buffer`` does: it says
+    so with a true class attribute ``_ad_keeps_its_writes``)."""
+    cls = type(obj)
+    try:
+        return _STATEFUL[cls]
+    except KeyError:
+        pass
+    out = not (
+        cls.__module__.split(".")[0] in _PLAIN_MODULES
+        or getattr(cls, "_ad_keeps_its_writes", False)
+        or issubclass(
+            cls, (tuple, type, Tangent, AbstractZero, types.FunctionType, types.ModuleType)
+        )
+        or (dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen)  # type: ignore[attr-defined]
+    )
+    if len(_STATEFUL) >= 1024:  # bounded: classes made per call leave
+        _STATEFUL.clear()
+    _STATEFUL[cls] = out
+    return out
+
+
+def holder(obj: Any) -> bool:
+    """Whether the pass can follow ``obj`` by identity: a dict, a list, or a user object."""
+    return isinstance(obj, (dict, list)) or stateful(obj)
+
+
+#: captured or global holders some transformed function writes (by id, held):
+#: every function reading one reads it through a followed alias (``holders``)
+CAPTURED_WRITTEN: dict[int, Any] = {}
+
 
 #: ANF helpers that write into their first argument in place.
 WRITERS = frozenset(["_ad_setitem", "_ad_append", "_ad_setattr", "_ad_setattr_object"])

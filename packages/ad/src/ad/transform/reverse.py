@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ad.errors import UnsupportedSyntaxError
-from ad.runtime.fused_regions import REDUCTIONS
 from ad.transform._nodes import (
     FAST_OPS,
     LOAD,
@@ -53,7 +52,7 @@ from ad.transform.activity import (
     value_reads,
 )
 from ad.transform.codegen import mark_located
-from ad.transform.fuse import Region, emit, find_regions, module_attribute
+from ad.transform.fuse import REDUCTIONS, Region, emit, find_regions, module_attribute
 from ad.transform.guards import (
     argument_write_guard,
     captured_write,
