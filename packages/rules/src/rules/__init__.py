@@ -3,6 +3,10 @@
 Importing this package registers every rule with ``rulescore``; ``inventory()``
 lists the functions covered. ``rules.functional`` holds functional forms (with
 rules) of numpy's in-place functions (``np.put_along_axis``, ``ufunc.at``, ...).
+``rules.extension`` is for ADs and rule packages built on ``rules``: the helpers
+its rules are made of (un-broadcasting, the getitem rules of containers, the
+derivatives of numpy's elementwise functions, ...) and ``is_standard_rule``, which
+tells ``rules``' own rules from a user's.
 """
 
 from rulescore import register_lazy_rules
@@ -46,6 +50,7 @@ from . import (  # noqa: F401  (imported for their registrations)
     _numpy_ufunc_methods,
     _operator,
     _sequences,
+    extension,
     functional,
 )
 from ._inventory import inventory
@@ -57,6 +62,7 @@ register_lazy_rules("scipy.special", "rules._scipy_special")
 register_lazy_rules("scipy.linalg", "rules._scipy_linalg")
 register_lazy_rules("scipy.stats", "rules._scipy_stats")
 register_lazy_rules("scipy.stats", "rules._scipy_stats_more")
+register_lazy_rules("scipy.stats", "rules._scipy_stats_multivariate")
 register_lazy_rules("scipy.signal", "rules._scipy_signal")
 register_lazy_rules("scipy.signal", "rules._scipy_signal_filters")
 register_lazy_rules("scipy.signal", "rules._scipy_signal_savgol")
@@ -69,4 +75,4 @@ register_lazy_rules("cupy", _array_libraries.register_cupy)
 # numpy.polynomial is a lazily imported submodule of numpy: its rules follow it.
 register_lazy_rules("numpy.polynomial.polynomial", "rules._numpy_polynomial_module")
 
-__all__ = ["functional", "inventory"]
+__all__ = ["extension", "functional", "inventory"]

@@ -119,6 +119,6 @@ def _times_reference(ȳ: Any, p: Any) -> Any:
     return ȳ * p
 
 
-# ``_times`` writes into its temporary when nobody else holds it (a pullback's
+# ``times_reusing`` writes into its temporary when nobody else holds it (a pullback's
 # fast path); differentiated again, it is the product it computes.
-_delegate(_numpy_elementwise._times, _times_reference)
+_delegate(_numpy_elementwise.times_reusing, _times_reference)

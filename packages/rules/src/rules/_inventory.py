@@ -222,6 +222,7 @@ def markdown() -> str:
 
 
 if __name__ == "__main__":
-    import rules  # noqa: F401  (registers every rule)
-
+    # ``python -m rules._inventory`` imports the package ``rules`` before running this
+    # module, so every rule is registered by now: no ``import rules`` here (the
+    # package imports this module, and an import back would be a cycle).
     print(markdown(), end="")

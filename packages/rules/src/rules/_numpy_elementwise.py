@@ -36,7 +36,15 @@ from rulescore import DuckArray, NoTangent, ZeroTangent, frule, rrule, unthunk
 from ._util import asarray, is_zero, project
 from ._util import getrefcount as _getrefcount  # sys.getrefcount where calibrated
 
-__all__ = ["conj_if_complex", "no_ufunc_kwargs"]
+__all__ = [
+    "HOLOMORPHIC",
+    "OUTPUT_ONLY",
+    "PrimalLike",
+    "conj_if_complex",
+    "no_ufunc_kwargs",
+    "project_like",
+    "times_reusing",
+]
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -140,14 +148,23 @@ def _name(fn: Callable, name: str) -> Callable:
     return fn
 
 
-def _times(ȳ: Any, p: Any) -> Any:
+def times_reusing(ȳ: Any, p: Any) -> Any:
     """``ȳ * p``, written into ``p`` when ``p`` is a fresh real array nobody else holds
     and already has the product's shape and dtype.
 
     Call it with ``p`` as a temporary (never a variable): CPython's reference count
     is then 2 (this parameter and getrefcount's argument) exactly when nothing else
     holds ``p``; an output ``Ω`` that the derivative returns as is (``exp``) is also
-    held by the pullback's closure, so it is never overwritten."""
+    held by the pullback's closure, so it is never overwritten. Where reference
+    counts are not calibrated (``REFCOUNTS_CALIBRATED``) it always allocates.
+
+    >>> ȳ = np.array([1.0, 2.0])
+    >>> times_reusing(ȳ, np.cos(np.zeros(2)))      # a temporary: may be reused
+    array([1., 2.])
+    >>> p = np.array([3.0, 4.0])
+    >>> times_reusing(ȳ, p), p                     # a variable: never written
+    (array([3., 8.]), array([3., 4.]))
+    """
     if (
         type(p) is _ndarray
         and type(ȳ) is _ndarray
@@ -162,13 +179,22 @@ def _times(ȳ: Any, p: Any) -> Any:
     return ȳ * p
 
 
+#: The old name, which ``ad`` imports until it switches to ``rules.extension``.
+_times = times_reusing
 _ndarray = np.ndarray
 _multiply = np.multiply
 
 
-class _Like:
+class PrimalLike:
     """What projection reads of an array primal (type, dtype, shape), without its data:
-    pullbacks whose derivative needs only the output keep this instead of ``x``."""
+    pullbacks whose derivative needs only the output keep this instead of ``x``.
+
+    >>> like = PrimalLike(np.zeros((2, 3), np.float32))
+    >>> like.shape, like.dtype, like.zeros().sum()
+    ((2, 3), dtype('float32'), np.float32(0.0))
+
+    See also: :func:`project_like`.
+    """
 
     __slots__ = ("dtype", "shape")
 
@@ -179,12 +205,29 @@ class _Like:
         return np.zeros(self.shape, self.dtype)
 
 
-def _project_like(x: Any, d: Any) -> Any:
-    if type(x) is _Like:
+def project_like(x: Any, d: Any) -> Any:
+    """``d`` projected onto the primal ``x``, which may be a :class:`PrimalLike`.
+
+    For a ``PrimalLike`` a ``d`` of its shape and dtype is returned as it is, and any
+    other ``d`` is projected as onto an array of zeros like the primal; any other
+    ``x`` is projected onto as ``rulescore.ProjectTo(x)`` does.
+
+    >>> x = np.ones(2, np.float32)
+    >>> project_like(PrimalLike(x), np.array([1.5, 2.5]))      # float64 -> float32
+    array([1.5, 2.5], dtype=float32)
+    >>> project_like(2.0, np.float64(3.0) + 1j)                 # real primal: real part
+    3.0
+    """
+    if type(x) is PrimalLike:
         if type(d) is _ndarray and d.shape == x.shape and d.dtype == x.dtype:
             return d
         x = x.zeros()  # the rare case: a stand-in with x's type, dtype and shape
     return project(x, d)
+
+
+#: The old names, which ``ad`` imports until it switches to ``rules.extension``.
+_Like = PrimalLike
+_project_like = project_like
 
 
 def _register_holomorphic(f: Any, deriv: Callable[[Any, Any], Any]) -> None:
@@ -195,13 +238,13 @@ def _register_holomorphic(f: Any, deriv: Callable[[Any, Any], Any]) -> None:
         no_ufunc_kwargs(f, kwargs)
         Ω = f(x)
         if output_only and type(x) is _ndarray and type(Ω) is _ndarray and Ω.dtype.kind == "f":
-            x_like: Any = _Like(x)
+            x_like: Any = PrimalLike(x)
 
             def holomorphic_pullback(ȳ: Any) -> tuple:
                 ȳ = unthunk(ȳ)
                 if is_zero(ȳ):
                     return NoTangent(), ZeroTangent()
-                return NoTangent(), _project_like(x_like, _times(ȳ, deriv(None, Ω)))
+                return NoTangent(), project_like(x_like, times_reusing(ȳ, deriv(None, Ω)))
 
             return Ω, _name(holomorphic_pullback, f"{name}_pullback")
 
@@ -209,7 +252,7 @@ def _register_holomorphic(f: Any, deriv: Callable[[Any, Any], Any]) -> None:
             ȳ = unthunk(ȳ)
             if is_zero(ȳ):
                 return NoTangent(), ZeroTangent()
-            return NoTangent(), project(x, _times(ȳ, conj_if_complex(deriv(_arr(x), Ω))))
+            return NoTangent(), project(x, times_reusing(ȳ, conj_if_complex(deriv(_arr(x), Ω))))
 
         return Ω, _name(holomorphic_pullback, f"{name}_pullback")
 

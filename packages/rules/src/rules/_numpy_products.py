@@ -50,7 +50,11 @@ def matmul_fast_pullback(a: Any, b: Any, y: Any) -> Any:
 
 def matmul_fast_case(a: Any, b: Any) -> bool:
     """Whether ``matmul_fast_cotangents`` handles ``a @ b``: real arrays of one dtype,
-    each 1-d or 2-d."""
+    each 1-d or 2-d.
+
+    >>> matmul_fast_case(np.ones((2, 2)), np.ones(2)), matmul_fast_case(np.ones(2), 1j * np.ones(2))
+    (True, False)
+    """
     return (
         type(a) is np.ndarray
         and type(b) is np.ndarray
@@ -82,7 +86,16 @@ _dot = np.dot
 def matmul_fast_cotangents(a: Any, b: Any, ȳ: Any, eager: bool = False) -> tuple:
     """``(NoTangent, ā, b̄)`` of ``a @ b`` (a ``matmul_fast_case``), the two as thunks,
     or computed now if ``eager`` (for small operands, where a thunk costs more than
-    the product it may save)."""
+    the product it may save). A complex ``ȳ`` loses its imaginary part (the operands
+    are real); a zero ``ȳ`` gives zeros.
+
+    >>> a, b = np.array([[1.0, 2.0]]), np.array([3.0, 4.0])     # (1, 2) @ (2,)
+    >>> matmul_fast_cotangents(a, b, np.array([10.0]), eager=True)
+    (NoTangent(), array([[30., 40.]]), array([10., 20.]))
+    >>> _, ā, b̄ = matmul_fast_cotangents(a, b, np.array([10.0]))
+    >>> unthunk(ā)
+    array([[30., 40.]])
+    """
     ȳ = unthunk(ȳ)
     if isinstance(ȳ, AbstractZero):
         return (_NO, ȳ, ȳ)

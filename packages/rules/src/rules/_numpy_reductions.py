@@ -136,8 +136,21 @@ def _linear_frule(primal: Any) -> Callable:
     return linear_frule
 
 
-def _full_pullback(x: np.ndarray, scale: float, name: str) -> Callable:
-    """Pullback of a whole-array sum (scale 1) or mean (scale 1/n): ȳ·scale everywhere."""
+def whole_array_pullback(x: Any, scale: float, name: str) -> Callable:
+    """The pullback of a whole-array sum (``scale`` 1) or mean (``scale`` 1/n) of ``x``.
+
+    It returns ``(NoTangent(), ȳ·scale everywhere)``, an array of ``x``'s shape
+    and dtype (a complex ``ȳ`` loses its imaginary part for a real ``x``), and
+    reads only ``x.shape`` and ``x.dtype``: ``x`` may be a stand-in that has those
+    two alone, so that the pullback keeps no large array alive. ``name`` (``"sum"``
+    or ``"mean"``) names the pullback and its errors: a cotangent that is not one
+    number raises ``CotangentError``.
+
+    >>> pb = whole_array_pullback(np.zeros((2, 2)), 0.25, "mean")
+    >>> pb.__name__, pb(2.0)
+    ('mean_pullback', (NoTangent(), array([[0.5, 0.5],
+           [0.5, 0.5]])))
+    """
     shape, dtype = x.shape, x.dtype
 
     def full_pullback(ȳ: Any) -> tuple:
@@ -158,10 +171,15 @@ def _full_pullback(x: np.ndarray, scale: float, name: str) -> Callable:
     return full_pullback
 
 
+#: The old name, which ``ad`` imports until it switches to
+#: ``rules.extension.whole_array_pullback``.
+_full_pullback = whole_array_pullback
+
+
 def sum_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
     """rrule of ``np.sum`` / ``ndarray.sum``: ȳ spread back over the summed axes."""
     if not args and not kwargs and type(x) is np.ndarray and x.dtype.kind in "fc":
-        return np.sum(x), _full_pullback(x, 1.0, "sum")  # the common case, kept lean
+        return np.sum(x), whole_array_pullback(x, 1.0, "sum")  # the common case, kept lean
     opts = bind_options(np.sum, _SUM_ARGS, args, kwargs)
     rest = (NoTangent(),) * len(args)  # for axis, dtype, ... passed positionally
     Ω = np.sum(x, *args, **kwargs)
@@ -183,7 +201,7 @@ def sum_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
 def mean_rrule(x: Any, *args: Any, **kwargs: Any) -> Any:
     """rrule of ``np.mean`` / ``ndarray.mean``: ȳ / n spread back."""
     if not args and not kwargs and type(x) is np.ndarray and x.dtype.kind in "fc" and x.size:
-        return np.mean(x), _full_pullback(x, 1.0 / x.size, "mean")
+        return np.mean(x), whole_array_pullback(x, 1.0 / x.size, "mean")
     opts = bind_options(np.mean, _MEAN_ARGS, args, kwargs)
     rest = (NoTangent(),) * len(args)  # for axis, dtype, ... passed positionally
     Ω = np.mean(x, *args, **kwargs)

@@ -11,7 +11,8 @@ they compare equal, so one registration covers them all). Rules exist for
   does;
 * ``pmf``, ``logpmf`` of ``poisson`` (in ``mu``) and ``binom`` (in ``p``): the
   integers ``k``, ``n`` and ``loc`` get ``NoTangent()``;
-* ``multivariate_normal`` and ``dirichlet``: see :mod:`rules._scipy_stats_multivariate`.
+* ``multivariate_normal`` and ``dirichlet``: see :mod:`rules._scipy_stats_multivariate`
+  (a lazy rule module of its own, loaded with this one; it uses the helpers here).
 
 This module is not imported by ``import rules`` (scipy.stats takes half a
 second to import): ``rules`` registers it with
@@ -328,6 +329,3 @@ def _register_univariate() -> None:
 
 
 _register_univariate()
-
-# The multivariate rules use the helpers above (so they come last).
-from . import _scipy_stats_multivariate  # noqa: E402, F401

@@ -46,7 +46,14 @@ _Seq = tuple | list
 
 
 def seq_entries(t: Any, n: int) -> list:
-    """The ``n`` entries of a sequence (co)tangent: a zero, ``Tangent``, tuple, list or array."""
+    """The ``n`` entries of a sequence (co)tangent: a zero, ``Tangent``, tuple, list or array.
+
+    A zero gives ``n`` zeros and a ``NotImplementedTangent`` ``n`` copies of itself; a
+    tangent of another length is a ``ValueError``.
+
+    >>> seq_entries(Tangent[tuple](1.0, 2.0), 2), seq_entries(ZeroTangent(), 2)
+    ([1.0, 2.0], [ZeroTangent(), ZeroTangent()])
+    """
     t = unthunk(t)
     if isinstance(t, AbstractZero):
         return [_ZERO] * n
@@ -63,6 +70,11 @@ def seq_cotangent(x: Any, entries: list) -> Any:
 
     A tuple or list gets ``Tangent[type(x)]``; a namedtuple a ``Tangent`` of its
     fields; an array an array (zeros filled in).
+
+    >>> seq_cotangent((1.0, "a"), [2.0, ZeroTangent()])
+    Tangent[tuple](2.0, NoTangent())
+    >>> seq_cotangent(np.zeros(3), [ZeroTangent(), 5.0, ZeroTangent()])
+    array([0., 5., 0.])
     """
     if isinstance(x, np.ndarray):
         nonzero = [(k, e) for k, e in enumerate(entries) if not isinstance(e, AbstractZero)]
@@ -94,6 +106,19 @@ def _index_entries(n: int, i: Any, ȳ: Any) -> list:
 
 @rrule.register(operator.getitem)
 def sequence_getitem_rrule(x: _Seq, i: numbers.Integral | slice):
+    """rrule of ``x[i]`` for a tuple or list ``x`` and an integer or slice ``i``.
+
+    The cotangent of ``x`` is a ``Tangent[type(x)]`` with ``ȳ`` at the entries read
+    and zeros elsewhere; the index gets ``NoTangent()``. For a list the pullback
+    keeps what it needs of the list as it was read (the list may change later), and
+    the cotangent of one entry is an ``entry_cotangent`` (an ``InplaceableThunk``).
+
+    >>> _, pb = sequence_getitem_rrule([1.0, 2.0, 3.0], 1)
+    >>> unthunk(pb(10.0)[1])
+    Tangent[list](ZeroTangent(), 10.0, ZeroTangent())
+    >>> sequence_getitem_rrule((1.0, 2.0, 3.0), slice(1, None))[1]((1.0, 2.0))[1]
+    Tangent[tuple](ZeroTangent(), 1.0, 2.0)
+    """
     Ω = x[i]
     if type(x) is list:
         return Ω, _list_getitem_pullback(len(x), i, Ω)
@@ -175,6 +200,13 @@ def entry_cotangent(n: int, k: int, v: Any) -> Any:
 
 @frule.register(operator.getitem)
 def sequence_getitem_frule(ḟ, ẋ, i̇, x: _Seq, i: numbers.Integral | slice):
+    """frule of ``x[i]`` for a tuple or list ``x``: the entries of ``ẋ`` read at ``i``.
+
+    >>> sequence_getitem_frule(None, Tangent[tuple](1.0, 2.0), None, (3.0, 4.0), 1)
+    (4.0, 2.0)
+    >>> sequence_getitem_frule(None, ZeroTangent(), None, [3.0, 4.0], 0)
+    (3.0, ZeroTangent())
+    """
     Ω = x[i]
     ẋ = unthunk(ẋ)
     if isinstance(ẋ, AbstractZero):
@@ -187,6 +219,14 @@ def sequence_getitem_frule(ḟ, ẋ, i̇, x: _Seq, i: numbers.Integral | slice):
 
 @rrule.register(operator.getitem)
 def dict_getitem_rrule(x: dict, k):
+    """rrule of ``x[k]`` for a dict ``x``: the cotangent ``Tangent[dict]`` with ``ȳ`` at ``k``.
+
+    ``ȳ`` is projected onto ``x[k]`` (a float entry gets a float).
+
+    >>> _, pb = dict_getitem_rrule({"a": 1.0, "b": 2.0}, "b")
+    >>> pb(3.0)
+    (NoTangent(), Tangent[dict]({'b': 3.0}), NoTangent())
+    """
     Ω = x[k]
 
     def getitem_pullback(ȳ):
@@ -214,6 +254,13 @@ def _fits(ȳ: Any, x: Any) -> bool:
 
 @frule.register(operator.getitem)
 def dict_getitem_frule(ḟ, ẋ, k̇, x: dict, k):
+    """frule of ``x[k]`` for a dict ``x``: the entry ``k`` of ``ẋ`` (zero where it has none).
+
+    >>> dict_getitem_frule(None, Tangent[dict](a=1.5), None, {"a": 1.0, "b": 2.0}, "a")
+    (1.0, 1.5)
+    >>> dict_getitem_frule(None, {"a": 1.5}, None, {"a": 1.0, "b": 2.0}, "b")
+    (2.0, ZeroTangent())
+    """
     Ω = x[k]
     ẋ = unthunk(ẋ)
     if isinstance(ẋ, AbstractZero):

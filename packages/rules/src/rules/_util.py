@@ -73,7 +73,12 @@ def asarray(x: Any, dtype: Any = None) -> Any:
 
 
 def is_zero(x: Any) -> bool:
-    """True for ``ZeroTangent()``/``NoTangent()`` (test with this, not ``== 0``)."""
+    """True for ``ZeroTangent()``/``NoTangent()`` (test with this, not ``== 0``).
+
+    >>> from rulescore import NoTangent, ZeroTangent
+    >>> is_zero(ZeroTangent()), is_zero(NoTangent()), is_zero(0.0)
+    (True, True, False)
+    """
     return isinstance(x, AbstractZero)
 
 

@@ -11,7 +11,11 @@ The vocabulary shared by rule authors and ADs, after ChainRulesCore.jl:
 * helpers: ``scalar_rule``, ``non_differentiable``, ``opt_out``,
   ``derivatives_given_output``, ``ignore_derivatives``, ``not_implemented``;
 * ``register_lazy_rules`` / ``load_lazy_rules``: rules for a costly-to-import
-  module, registered when that module is imported.
+  module, registered when that module is imported;
+* for ADs: ``RuleTable`` and ``Rule`` (the tables behind ``rrule.table`` and
+  ``frule.table``, read on an AD's hot path) and ``conj`` (the conjugation the
+  pullbacks of ``scalar_rule`` apply, which an AD differentiating them needs a
+  rule for).
 
 >>> from rulescore import rrule, scalar_rule
 >>> def square(x):
@@ -32,15 +36,11 @@ from ._config import (
     frule_via_ad,
     rrule_via_ad,
 )
+from ._dispatch import Rule, RuleTable
 from ._lazy import load_lazy_rules, register_lazy_rules
+from ._not_implemented import NotImplementedTangent, not_implemented
 from ._projection import NON_DIFFERENTIABLE_TYPES, Projector, ProjectTo
-from ._rule_tools import (
-    NotImplementedTangent,
-    derivatives_given_output,
-    ignore_derivatives,
-    not_implemented,
-    scalar_rule,
-)
+from ._rule_tools import conj, derivatives_given_output, ignore_derivatives, scalar_rule
 from ._rules import FRule, RRule, frule, non_differentiable, opt_out, rrule
 from ._tangent import Tangent, backing, canonicalize
 from ._thunks import AbstractThunk, InplaceableThunk, Thunk, add_, thunk, unthunk
@@ -75,14 +75,17 @@ __all__ = [
     "ProjectTo",
     "Projector",
     "RRule",
+    "Rule",
     "RuleConfig",
     "RuleDefinitionError",
+    "RuleTable",
     "Tangent",
     "Thunk",
     "ZeroTangent",
     "add_",
     "backing",
     "canonicalize",
+    "conj",
     "derivatives_given_output",
     "frule",
     "frule_via_ad",

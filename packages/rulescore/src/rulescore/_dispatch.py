@@ -122,7 +122,23 @@ class Signature:
 
 
 class Rule:
-    """One registered implementation (or opt-out) of a rule for a function."""
+    """One registered implementation (or opt-out) of a rule for a function.
+
+    What :meth:`RuleTable.lookup` returns. Its attributes are read-only by
+    convention: ``f`` (the function the rule is for), ``impl`` (the
+    implementation; ``None`` for an opt-out), ``signature`` (the positional
+    argument types it matches), ``config`` (the ``RuleConfig`` trait it requires,
+    or ``None``), ``takes_config`` (whether ``impl`` receives the config first)
+    and ``opt_out``.
+
+    >>> from rulescore import rrule, scalar_rule
+    >>> def cube(x):
+    ...     return x**3
+    >>> scalar_rule(cube, lambda x, Ω: 3 * x**2)
+    >>> rule = rrule.table.lookup(cube, (float,))
+    >>> rule.f is cube, rule.impl.__name__, rule.takes_config, rule.opt_out
+    (True, 'cube_rrule', False, False)
+    """
 
     __slots__ = ("config", "f", "impl", "opt_out", "signature", "takes_config")
 
@@ -192,7 +208,39 @@ _CACHE_BOUND = 1024
 
 
 class RuleTable:
-    """The rules registered for each function object, with a lookup cache."""
+    """The rules registered for each function object, with a lookup cache.
+
+    ``rrule.table`` and ``frule.table`` are the two instances; register rules
+    through ``rrule.register`` / ``frule.register`` (or ``scalar_rule``,
+    ``non_differentiable``, ``opt_out``), not through :meth:`add`. An AD reads a
+    table directly on its hot path: :meth:`lookup` is the dispatch of
+    ``rrule(f, *args)`` without the call, cached per ``(f, config type,
+    argument types)``; ``version`` grows by one at every registration and each
+    function in ``listeners`` is called after it, so an AD can cache facts it
+    derived from the table (which rule won, whether it is a package's own) and
+    drop them when a user registers a rule.
+
+    >>> from rulescore import NoTangent, RuleTable, frule, rrule
+    >>> isinstance(rrule.table, RuleTable), rrule.table.kind, frule.table.kind
+    (True, 'rrule', 'frule')
+    >>> def halve(x):
+    ...     return x / 2
+    >>> rrule.table.lookup(halve, (float,)) is None            # no rule yet
+    True
+    >>> @rrule.register(halve)
+    ... def halve_rrule(x: float):
+    ...     def halve_pullback(ȳ):
+    ...         return NoTangent(), ȳ / 2
+    ...     return halve(x), halve_pullback
+    >>> rrule.table.lookup(halve, (float,)).impl is halve_rrule
+    True
+    >>> rrule.table.lookup(halve, (str,)) is None              # no rule for str
+    True
+    >>> halve in rrule.table.functions()
+    True
+
+    See also: :class:`Rule`, ``rrule``, ``frule``.
+    """
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
@@ -209,6 +257,8 @@ class RuleTable:
         self.listeners: list[Any] = []
 
     def add(self, rule: Rule) -> None:
+        """Register ``rule`` (replacing one of the same signature and config), clear the
+        cache, bump ``version`` and call the ``listeners``."""
         f = rule.f
         try:
             hash(f)
@@ -235,13 +285,20 @@ class RuleTable:
         return [f for f, rs in self._rules.copy().items() if any(not r.opt_out for r in rs)]
 
     def rules_for(self, f: Any) -> list[Rule]:
+        """Every rule registered for ``f`` (opt-outs included), in registration order."""
         try:
             return list(self._rules.get(f, ()))
         except TypeError:
             return []
 
     def lookup(self, f: Any, arg_types: tuple, config_type: type | None = None) -> Rule | None:
-        """The winning rule for a call, or None (no rule, or an opt-out won)."""
+        """The winning rule for a call, or None (no rule, or an opt-out won).
+
+        ``arg_types`` are the types of the positional arguments; ``config_type``
+        the class of the ``RuleConfig`` the call is made with (``None``: no
+        config, so config-aware rules do not apply). Raises
+        ``AmbiguousRuleError`` when two rules match equally well.
+        """
         try:
             if f not in self._rules:
                 # Most callables an AD meets have no rule: answer without

@@ -1,25 +1,29 @@
 """Tools that write rules for you: ``scalar_rule``, ``derivatives_given_output``,
-``ignore_derivatives`` and ``not_implemented``.
+``ignore_derivatives``; and ``conj``, the conjugation their pullbacks apply.
+
+``not_implemented`` and ``NotImplementedTangent`` live in ``_not_implemented``
+(``_projection`` needs the class too) and are re-exported here.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-import sys
 import types
 from collections.abc import Callable
 from typing import Any
 
+from ._not_implemented import NotImplementedTangent, not_implemented
 from ._projection import ProjectTo
 from ._rules import frule, non_differentiable, rrule
 from ._tangent import Tangent
 from ._thunks import unthunk
 from ._zeros import AbstractZero, NoTangent, ZeroTangent
-from .errors import CotangentError, NotImplementedTangentError, RuleDefinitionError
+from .errors import CotangentError, RuleDefinitionError
 
 __all__ = [
     "NotImplementedTangent",
+    "conj",
     "derivatives_given_output",
     "ignore_derivatives",
     "not_implemented",
@@ -30,11 +34,40 @@ __all__ = [
 _PARTIALS: dict[Any, Callable[..., Any]] = {}
 
 
-def _conj(p: Any) -> Any:
+def conj(p: Any) -> Any:
+    """The complex conjugate of a partial derivative, as ``scalar_rule``'s pullbacks take it.
+
+    The pullback of a holomorphic scalar function multiplies the output cotangent
+    by the conjugate partial (``x̄ = ȳ · conj(∂Ω/∂x)``, ChainRules' convention);
+    every pullback that :func:`scalar_rule` writes calls this function for it. A
+    Python float is returned as it is (the hot case), anything with a
+    ``conjugate()`` method (complex numbers, numpy scalars and arrays) is
+    conjugated, anything else is returned unchanged.
+
+    It is public for ADs: an AD that differentiates a pullback written by
+    ``scalar_rule`` (second order, reverse over reverse) meets calls to this
+    function and needs a rule for it, registered with
+    ``rrule.register(rulescore.conj, ...)``. Conjugation is real-linear and its
+    own adjoint under ``<a, b> = Re(conj(a)·b)``: the cotangent of ``p`` is
+    ``conj(p̄)``.
+
+    >>> from rulescore import conj
+    >>> conj(2.0), conj(1 + 2j), conj(3)
+    (2.0, (1-2j), 3)
+    >>> import numpy as np
+    >>> conj(np.array([1j, 2.0]))
+    array([-0.-1.j,  2.-0.j])
+
+    See also: :func:`scalar_rule`.
+    """
     if type(p) is float:
         return p
     c = getattr(p, "conjugate", None)
     return p if c is None else c()
+
+
+#: The name ``ad`` registers a rule for (kept until it imports :func:`conj`).
+_conj = conj
 
 
 def _as_rows(ps: Any, n_args: int, multi: bool, f: Any) -> tuple:
@@ -172,7 +205,7 @@ def scalar_rule(f: Any, partials: Callable | None = None, types: tuple | None = 
                         f"pullback of {name}: the output is a scalar, so the cotangent must be "
                         f"a scalar; got {type(ȳ).__name__}"
                     )
-                return (NoTangent(),) + tuple(ProjectTo(x)(ȳ * _conj(p)) for x, p in zip(args, row))
+                return (NoTangent(),) + tuple(ProjectTo(x)(ȳ * conj(p)) for x, p in zip(args, row))
 
         else:
             m = len(rows)
@@ -184,7 +217,7 @@ def scalar_rule(f: Any, partials: Callable | None = None, types: tuple | None = 
                     if isinstance(ȳi, AbstractZero):
                         continue
                     for j, p in enumerate(row):
-                        out[j] = out[j] + ȳi * _conj(p)
+                        out[j] = out[j] + ȳi * conj(p)
                 return (NoTangent(),) + tuple(ProjectTo(x)(d) for x, d in zip(args, out))
 
         scalar_pullback.__name__ = scalar_pullback.__qualname__ = f"{name}_pullback"
@@ -207,6 +240,7 @@ def scalar_rule(f: Any, partials: Callable | None = None, types: tuple | None = 
     # An AD may call the partials directly for plain floats (its fast path).
     scalar_rrule.scalar_partials = partials  # type: ignore[attr-defined]
     scalar_frule.__name__ = scalar_frule.__qualname__ = f"{name}_frule"
+    scalar_frule.scalar_partials = partials  # type: ignore[attr-defined]
     rrule.register_signature(f, scalar_rrule, types)
     frule.register_signature(f, scalar_frule, types)
     _PARTIALS[f] = partials
@@ -256,46 +290,3 @@ def ignore_derivatives(x: Any) -> Any:
 
 
 non_differentiable(ignore_derivatives)
-
-
-class NotImplementedTangent:
-    """A tangent that is not implemented; any arithmetic on it raises.
-
-    Returned by :func:`not_implemented`. Adding a zero keeps it, so it only
-    fails if the missing derivative is actually needed.
-    """
-
-    __slots__ = ("reason", "where")
-    __array_ufunc__ = None
-
-    def __init__(self, reason: str, where: str = "") -> None:
-        self.reason = reason
-        self.where = where
-
-    def _fail(self, *args: Any) -> Any:
-        where = f" (at {self.where})" if self.where else ""
-        raise NotImplementedTangentError(f"tangent not implemented{where}: {self.reason}")
-
-    def __add__(self, other: Any) -> Any:
-        return self if isinstance(other, AbstractZero) else self._fail()
-
-    __radd__ = __add__
-    __sub__ = __rsub__ = __mul__ = __rmul__ = _fail
-    __truediv__ = __rtruediv__ = __matmul__ = __rmatmul__ = __neg__ = _fail
-    __array__ = __float__ = __complex__ = conj = conjugate = _fail
-
-    def __repr__(self) -> str:
-        return f"NotImplementedTangent({self.reason!r})"
-
-
-def not_implemented(reason: str) -> NotImplementedTangent:
-    """A placeholder tangent for a derivative a rule does not provide.
-
-    >>> t = not_implemented("derivative w.r.t. the order")
-    >>> t + 1.0
-    Traceback (most recent call last):
-    ...
-    rulescore.errors.NotImplementedTangentError: tangent not implemented (at ...): derivative w.r.t. the order
-    """
-    frame = sys._getframe(1)
-    return NotImplementedTangent(reason, f"{frame.f_code.co_filename}:{frame.f_lineno}")
