@@ -111,7 +111,11 @@ def first_line(e: BaseException) -> str:
 
 
 def clear_transform_cache() -> bool:
-    cache = getattr(getattr(ad, "transform", None), "_CACHE", None)
+    transform = getattr(ad, "transform", None)
+    # ``ad.transform.cache._CACHE``; ``ad.transform._CACHE`` before the cache had its module
+    cache = getattr(getattr(transform, "cache", None), "_CACHE", None)
+    if cache is None:
+        cache = getattr(transform, "_CACHE", None)
     if cache is None:
         return False
     cache.clear()

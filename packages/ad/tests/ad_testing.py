@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ad
-from rules._util import REFCOUNTS_CALIBRATED
+from rules.extension import REFCOUNTS_CALIBRATED
 from rulescore import unthunk
 
 
@@ -105,7 +105,7 @@ def general_gradient(f: Any, *args: Any) -> Any:
 
 
 #: For tests that an in-place path fires: reference counts are trusted only on the
-#: CPython versions they were calibrated on (``rules._util.REFCOUNTS_CALIBRATED``);
+#: CPython versions they were calibrated on (``rules.extension.REFCOUNTS_CALIBRATED``);
 #: elsewhere the paths are off and the values are the same.
 in_place = pytest.mark.skipif(
     not REFCOUNTS_CALIBRATED, reason="in-place paths are calibrated on CPython 3.11-3.13"

@@ -73,7 +73,8 @@ def check_grad(numgrad):
 def no_inlining():
     """Helpers stay calls (``ad.transform.inlining``): for tests of the call
     machinery itself. Transforms built meanwhile are dropped afterwards."""
-    from ad.transform import _CACHE, _FWD_CACHE, inlining
+    from ad.transform import inlining
+    from ad.transform.cache import _CACHE, _FWD_CACHE
 
     inlining.ENABLED[0] = False
     _CACHE.clear()

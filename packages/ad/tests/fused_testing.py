@@ -9,7 +9,7 @@ import itertools
 import textwrap
 
 from ad.runtime.lean_rules import FLAGS
-from ad.transform import _CELLS
+from ad.transform.build import _CELLS
 
 _counter = itertools.count()
 

@@ -1,8 +1,8 @@
 """Issue 20: derivatives past third order, in every mode order.
 
 The nesting does not depend on the level: forward over forward unfolds ad's own
-dispatch one level per step (``_forward_over.unfold``), linear packing stays a
-call of forward mode's dispatch at every depth (``_forward_over.linear_call``),
+dispatch one level per step (``ad.higher.unfold.unfold``), linear packing stays a
+call of forward mode's dispatch at every depth (``ad.higher.unfold.linear_call``),
 and reverse mode over a pushforward of a pushforward of ad's dispatch runs the
 unfolded call, taking cotangents back through the unfolding's linear map
 (``_over_pushforward._over_self``). Each value is checked against a derivative

@@ -265,15 +265,15 @@ def test_lambdas_inside_call_arguments_and_dict_entries_are_found():
 
 
 def test_first_transform_is_cached_per_code_object():
-    from ad import transform
+    from ad.transform import cache
 
     def h(x):
         return x * x + 1.0
 
     ad.gradient(h, 1.0)
-    entry = transform._CACHE[(h.__code__, False)]
+    entry = cache._CACHE[(h.__code__, False)]
     ad.gradient(h, 2.0)
-    assert transform._CACHE[(h.__code__, False)] is entry
+    assert cache._CACHE[(h.__code__, False)] is entry
 
 
 @pytest.mark.parametrize("x", [-1.5, -0.5, 0.0, 0.5, 2.0])

@@ -17,8 +17,7 @@ import pytest
 from ad_testing import same_bits
 
 import ad
-from ad import transform
-from ad.transform import adjoint_source
+from ad.transform import adjoint_source, cache
 from ad.transform.reverse import _Gen
 from rulescore import NoTangent, rrule
 
@@ -114,12 +113,12 @@ def _without_masks(f, *args):
     """The gradient with every call's arguments treated as active."""
     saved = _Gen.inactive_mask
     _Gen.inactive_mask = lambda self, func, args: 0
-    transform._CACHE.clear()
+    cache._CACHE.clear()
     try:
         return ad.gradient(f, *args)
     finally:
         _Gen.inactive_mask = saved
-        transform._CACHE.clear()
+        cache._CACHE.clear()
 
 
 @pytest.mark.parametrize("f, x", PROGRAMS, ids=lambda v: getattr(v, "__name__", ""))
@@ -161,9 +160,9 @@ def test_calls_of_rules_and_builtins_are_not_masked():
 
 
 def test_each_mask_gets_its_own_transform():
-    transform._CACHE.clear()
+    cache._CACHE.clear()
     ad.gradient(caller_rebind, 1.3)
-    masks = sorted(k[3] for k in transform._CACHE if k[0] is rebind.__code__ and len(k) > 2)
+    masks = sorted(k[3] for k in cache._CACHE if k[0] is rebind.__code__ and len(k) > 2)
     assert masks == [1, 2]
 
 
@@ -205,12 +204,12 @@ def test_a_loop_over_data_rows_keeps_no_cotangent_for_them():
     masked, g = peak()
     saved = _Gen.inactive_mask
     _Gen.inactive_mask = lambda self, func, args: 0
-    transform._CACHE.clear()
+    cache._CACHE.clear()
     try:
         unmasked, g0 = peak()
     finally:
         _Gen.inactive_mask = saved
-        transform._CACHE.clear()
+        cache._CACHE.clear()
     same_bits(g, g0)
     assert unmasked - masked > 40 * len(xs), (masked, unmasked)  # ~67 bytes a row
 

@@ -275,7 +275,7 @@ def test_a_list_returned_after_appends_keeps_the_callers_seed():
 
 def _count_splits(monkeypatch):
     """The lengths of the list cotangents the append rule splits whole."""
-    import ad.runtime.rules_objects as objects
+    import ad.runtime.rules_item_writes as objects
 
     whole = []
     entries = objects.entries

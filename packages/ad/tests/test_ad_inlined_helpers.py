@@ -18,7 +18,8 @@ import pytest
 from ad_testing import fd_hessian
 
 import ad
-from ad.transform import _CACHE, _FWD_CACHE, inlining
+from ad.transform import inlining
+from ad.transform.cache import _CACHE, _FWD_CACHE
 from rulescore import NoTangent, rrule
 
 SCALE = 3.0

@@ -18,7 +18,7 @@ from ad_testing import general_gradient, in_place, rules_path, same_bits
 import ad
 from ad.runtime import lean_rules as _fast
 from ad.runtime.reverse import _RULE_CACHE, rcall
-from rules._numpy_elementwise import HOLOMORPHIC, OUTPUT_ONLY
+from rules.extension import HOLOMORPHIC, OUTPUT_ONLY
 from rulescore import NoTangent, Thunk, ZeroTangent, rrule, unthunk
 
 

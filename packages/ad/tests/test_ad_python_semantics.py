@@ -352,7 +352,7 @@ def test_getattribute_and_descriptor_objects_as_arguments():
 
 
 def test_plain_objects_still_plain():
-    from ad.runtime import rules_objects as ro
+    from ad.runtime import attribute_routes as ro
 
     assert ro.read_route(Base(1.0), "w") is None
     assert ro.write_route(Base(1.0), "w", 2.0) is None

@@ -5,7 +5,7 @@ gradient of jvp) differentiates the pushforward, in which a method call whose
 value is discarded (``p.add(x)``) hands its write back to the caller only
 through the object itself: the reverse pass follows such an object by
 identity, and the tangents the pushforward writes into its fields too
-(``ad.higher.reverse_over_forward._through_setattr``). Each case is checked against central
+(``ad.higher.reverse_over_writes._through_setattr``). Each case is checked against central
 differences of the first derivative (forward mode) and by hand.
 """
 

@@ -191,10 +191,10 @@ def test_threads_differentiate_new_functions_at_once(tmp_path):
 def test_transform_that_failed_is_not_cached(tmp_path, monkeypatch):
     """A transform that raised (here: made to fail once) publishes nothing: the
     next call transforms again and succeeds."""
-    from ad import transform
+    from ad.transform import cache
 
     mod = _module(tmp_path, 1)
-    real = transform._build
+    real = cache.build_reverse
     calls = []
 
     def failing_once(*args, **kwargs):
@@ -203,7 +203,7 @@ def test_transform_that_failed_is_not_cached(tmp_path, monkeypatch):
             raise RuntimeError("transient failure")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(transform, "_build", failing_once)
+    monkeypatch.setattr(cache, "build_reverse", failing_once)
     with pytest.raises(RuntimeError, match="transient failure"):
         ad.gradient(mod.poly_0, 0.5)
     (g,) = ad.gradient(mod.poly_0, 0.5)

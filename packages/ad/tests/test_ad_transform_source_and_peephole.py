@@ -12,7 +12,8 @@ from ad_testing import in_place, plain_targets
 
 import ad
 from ad.transform import adjoint_source
-from ad.transform.source import _MAX_PAD, get_source
+from ad.transform.source import get_source
+from ad.transform.source_parse import _MAX_PAD
 
 
 def _module_at(tmp_path, name: str, blank_lines: int):

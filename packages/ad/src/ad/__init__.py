@@ -56,8 +56,11 @@ from ad.higher import forward_over_plumbing as _forward_over_plumbing  # noqa: F
 from ad.higher import nested_jacobian as _nested_jacobian  # noqa: F401
 from ad.higher import nested_pullback as _nested_pullback  # noqa: F401
 from ad.higher import over_pushforward as _over_pushforward  # noqa: F401
+from ad.higher import reverse_over_adjoint_plumbing as _reverse_over_adjoint_plumbing  # noqa: F401
+from ad.higher import reverse_over_fcall as _reverse_over_fcall  # noqa: F401
 from ad.higher import reverse_over_forward as _reverse_over_forward  # noqa: F401
 from ad.higher import reverse_over_reverse as _reverse_over_reverse  # noqa: F401
+from ad.higher import reverse_over_tangent_plumbing as _reverse_over_tangent_plumbing  # noqa: F401
 from ad.higher.hessian import diaghessian, hessian, hessian_reverse, hvp
 from ad.runtime import forward_rules as _forward_rules  # noqa: F401
 from ad.runtime import helpers as _helpers  # noqa: F401

@@ -10,11 +10,12 @@ import types
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from ad.api.params import Params, params_pullback, params_withgradient
+from ad.api.params import Params, grads_of
 from ad.errors import CotangentShapeError, NonScalarOutputError
 from ad.runtime.cotangents import from_user
 from ad.runtime.fused_regions import NOVALUE
-from ad.runtime.reverse import ONCE, _handoff, _token, call_function, rcall, rcall_kw
+from ad.runtime.reverse import ONCE, call_function, rcall, rcall_kw
+from ad.runtime.single_use import handoff, new_token
 from ad.runtime.state import deep
 from ad.runtime.state import scope as state_scope
 from ad.runtime.tracebacks import entry_point, hide_internals
@@ -88,9 +89,9 @@ def _partial_call(p: functools.partial, args: tuple, kwargs: dict) -> tuple[Any,
     y, pb = call_function(fn, (*p.args, *args), keywords or None, False, inactive=mask)
     n = len(args)
 
-    def top_partial_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+    def top_partial_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
         if ONCE.expect is not None:
-            _handoff(pb, _once)
+            handoff(pb, _once)
         cts = pb(ȳ)
         return (_ZERO, *cts[1 + nb : 1 + nb + n])
 
@@ -109,9 +110,9 @@ def _keyword_call(f: Callable, args: tuple, kwargs: dict) -> tuple[Any, Callable
         y, pb = rcall_kw(f, args, kwargs)
     n = 1 + len(args)
 
-    def keyword_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+    def keyword_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
         if ONCE.expect is not None:
-            _handoff(pb, _once)
+            handoff(pb, _once)
         return pb(ȳ)[:n]
 
     return y, keyword_pullback
@@ -510,3 +511,27 @@ def code_adjoint(f: Callable, *args: Any) -> str:
         if hide_internals(e):  # Python 3.10: see ad.runtime.tracebacks
             raise e
         raise
+
+
+# --- differentiating with respect to Params ------------------------------------
+
+
+def _call(fn: Callable) -> Any:
+    return fn()
+
+
+def params_withgradient(f: Callable, ps: Params) -> Any:
+    """``withgradient(f, ps)``: ``(val=f(), grad=Grads)``."""
+    val, (df,) = withgradient(_call, f)
+    return WithGradient(val, grads_of(f, df, ps))  # type: ignore[arg-type]  # Grads, as Zygote's
+
+
+def params_pullback(f: Callable, ps: Params) -> tuple[Any, Callable]:
+    """``pullback(f, ps)``: the value and a pullback returning ``Grads``."""
+    y, back = pullback(_call, f)
+
+    def params_back(ȳ: Any) -> Any:
+        (df,) = back(ȳ)
+        return grads_of(f, df, ps)
+
+    return y, params_back

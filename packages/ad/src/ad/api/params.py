@@ -26,7 +26,7 @@ import numpy as np
 from ad.errors import ParamsError
 from rulescore import AbstractZero, Tangent, backing
 
-__all__ = ["Grads", "Params"]
+__all__ = ["Grads", "Params", "grads_of"]
 
 
 class Params:
@@ -135,32 +135,9 @@ def _describe(x: Any) -> str:
 # --- differentiating with respect to Params ------------------------------------
 
 
-def _call(fn: Callable) -> Any:
-    return fn()
-
-
-def params_withgradient(f: Callable, ps: Params) -> Any:
-    """``withgradient(f, ps)``: ``(val=f(), grad=Grads)``."""
-    from ad.api.gradient import WithGradient, withgradient
-
-    val, (df,) = withgradient(_call, f)
-    return WithGradient(val, _grads(f, df, ps))
-
-
-def params_pullback(f: Callable, ps: Params) -> tuple[Any, Callable]:
-    """``pullback(f, ps)``: the value and a pullback returning ``Grads``."""
-    from ad.api.gradient import pullback
-
-    y, back = pullback(_call, f)
-
-    def params_back(ȳ: Any) -> Grads:
-        (df,) = back(ȳ)
-        return _grads(f, df, ps)
-
-    return y, params_back
-
-
-def _grads(f: Callable, df: Any, ps: Params) -> Grads:
+def grads_of(f: Callable, df: Any, ps: Params) -> Grads:
+    """The ``Grads`` of ``ps`` from ``df``, the cotangent of the zero-argument ``f``
+    (of its closure, bound method, partial...): what ``gradient(f, ps)`` returns."""
     out: dict[int, Any] = {}
     _collect(f, df, ps, out, set())
     missing = [p for p in ps if id(p) not in out]

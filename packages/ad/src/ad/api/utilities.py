@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from ad.api import gradient as _api
 from ad.runtime.config import ADConfig
+from ad.runtime.nested_kernels import reverse_over_forward
 from rulescore import (
     AbstractZero,
     NoTangent,
@@ -219,11 +220,9 @@ def _entry_codes() -> dict:
     """Code objects of the functions that start a differentiation, and how many levels
     each stands for: reverse over forward (nested differentiation re-running a
     function in its pullback) is two."""
-    from ad.higher import reverse_over_forward as _nested
-
     fns = [getattr(_api, name, None) for name in ("_top_call", "_pullback")]
     levels = {fn.__code__: 1 for fn in [*fns, _rerun] if fn is not None}
-    levels[_nested.reverse_over_forward.__code__] = 2
+    levels[reverse_over_forward.__code__] = 2
     return levels
 
 

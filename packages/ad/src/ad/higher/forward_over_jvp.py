@@ -11,8 +11,9 @@ from typing import Any
 
 from ad.api import gradient as _api
 from ad.api import jvp as _forward_api
-from ad.higher import reverse_over_forward as _nested
-from ad.higher.forward_over_forward import SELF, forward_over_fcall, split_ts, unfold_fcall, zero
+from ad.higher.forward_over_forward import forward_over_fcall
+from ad.higher.unfold import SELF, split_ts, unfold_fcall, zero
+from ad.higher.unsupported import _unsupported
 from ad.runtime import forward as _forward
 from ad.runtime.config import ADConfig
 from ad.runtime.reverse import fn_tangent
@@ -59,7 +60,7 @@ def _unfold_jvp(ts: tuple, args: tuple, kwargs: dict, kw_ts: dict) -> tuple:
     """``jvp(f, xs, ẋs)`` pushed forward: as ``fcall(f, (0, *ẋs), *xs)`` (whose output
     is the same pair, its tangent kept in rulescore's form)."""
     if kwargs:
-        raise _nested._unsupported(
+        raise _unsupported(
             "ad.jvp with keyword arguments for f, differentiated twice",
             "bind them in a lambda or functools.partial",
         )

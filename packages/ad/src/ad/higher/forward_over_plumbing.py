@@ -15,14 +15,8 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from ad.higher.forward_over_forward import (
-    BINARY,
-    SELF,
-    forward_over_fcall,
-    split_ts,
-    unfold_fcall,
-    zero,
-)
+from ad.higher.forward_over_forward import forward_over_fcall
+from ad.higher.unfold import BINARY, SELF, split_ts, unfold_fcall, zero
 from ad.runtime import forward as _forward
 from ad.runtime import forward_arithmetic as _forward_fast
 from ad.runtime import rules_objects as _rules_objects

@@ -22,12 +22,13 @@ from ad.api.gradient import _seed, bind_keywords, gradient, to_user
 from ad.api.jacobian import jacobian
 from ad.api.jvp import _tangent_in, jvp
 from ad.errors import NonScalarOutputError
-from ad.higher.reverse_over_forward import _is_zero, _tangents_ct, fcall_pair, reverse_over_forward
+from ad.higher.cotangent_parts import _is_zero, _tangents_ct
 from ad.higher.reverse_over_reverse import gradient_pure
 from ad.runtime import forward as _forward
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import entries
 from ad.runtime.forward import split
+from ad.runtime.nested_kernels import fcall_pair, reverse_over_forward
 from ad.runtime.reverse import field_ct, fn_tangent, rcall
 from ad.runtime.tracebacks import entry_point, hide_internals
 from rulescore import NoTangent, ZeroTangent, frule, non_differentiable, rrule, unthunk

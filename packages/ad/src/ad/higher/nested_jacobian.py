@@ -20,8 +20,8 @@ import numpy as np
 from ad.api.gradient import bind_keywords, to_user
 from ad.api.jacobian import jacobian, withjacobian
 from ad.api.jvp import jvp
+from ad.higher.cotangent_parts import _is_zero
 from ad.higher.hessian import diaghessian, hvp
-from ad.higher.reverse_over_forward import _is_zero
 from ad.runtime import forward as _forward
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import entries

@@ -13,7 +13,7 @@ back into one of ``p`` (``pack``).
 Building a partial, ``functools.partial(func, *args, **kwargs)``, is linear in
 its parts: nested modes run it as ``make_partial(func, args, keywords)``, one
 positional call with linear rules of its own, so every depth treats it as
-packing (``forward_over_forward.LINEAR``, ``reverse_over_forward._STRUCTURAL``).
+packing (``unfold.LINEAR``, ``reverse_over_rules._STRUCTURAL``).
 """
 
 from __future__ import annotations

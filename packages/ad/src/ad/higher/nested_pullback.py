@@ -4,7 +4,7 @@ A call of ``pullback(f, *args)`` in a function that ``jvp`` or ``gradient``
 differentiates is a primitive: its ``rrule`` and ``frule`` return the value and
 a ``NestedPullback``, a callable object holding ``f`` and ``args`` (its
 tangent or cotangent: those of its fields). Calling it runs the vector-Jacobian
-product kernel ``_nested.reverse_over_forward(f, ȳ, *args)``, which has rules of
+product kernel ``ad.runtime.nested_kernels.reverse_over_forward(f, ȳ, *args)``, which has rules of
 its own at every order, so derivatives flow through ``f``, ``args`` and ``ȳ``
 however deep the nesting.
 """
@@ -14,18 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 from ad.api import gradient as _api
-from ad.higher import forward_over_forward as _forward_over
-from ad.higher.reverse_over_forward import (
-    _is_zero,
-    _own_ct,
-    _tangents_ct,
-    fcall_pair,
-    reverse_over_forward,
-)
+from ad.higher.cotangent_parts import _is_zero, _tangents_ct
+from ad.higher.reverse_over_forward import _own_ct
+from ad.higher.unfold import LINEAR
 from ad.runtime import forward as _forward
 from ad.runtime.accumulate import acc
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import entries
+from ad.runtime.nested_kernels import fcall_pair, reverse_over_forward
 from ad.runtime.reverse import field_ct, fn_tangent, rcall
 from rulescore import NoTangent, Tangent, ZeroTangent, frule, rrule, unthunk
 
@@ -77,7 +73,7 @@ def _(config: Any, ṡ: Any, ḟ: Any, ȧ: Any, f: Any, args: tuple) -> Any:
     return back, Tangent[NestedPullback]._from_backing({"f": ḟ, "args": ȧ})
 
 
-_forward_over.LINEAR.add(pullback_object)
+LINEAR.add(pullback_object)
 
 
 def plain_cotangents(cts: tuple) -> tuple:

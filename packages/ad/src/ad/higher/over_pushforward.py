@@ -7,7 +7,7 @@ pushed forward along ``T``. ``forward_over_forward`` computes that by running th
 program the inner call runs (``g``'s generated pushforward, or the body of
 ``g``'s ``frule``) in forward mode. Here the same computation is written as
 small Python kernels, which reverse mode differentiates as source like any
-other function; ``reverse_over_forward``'s ``rrule`` of ``fcall`` hands these calls to
+other function; ``reverse_over_fcall``'s ``rrule`` of ``fcall`` hands these calls to
 ``through_self``.
 """
 
@@ -20,20 +20,25 @@ from collections.abc import Callable
 from typing import Any
 
 from ad.api import jvp as _forward_api
-from ad.higher import forward_over_forward as _forward_over
 from ad.higher import forward_over_jvp as _forward_over_jvp
 from ad.higher import nested_partials as _nested_partials
-from ad.higher import reverse_over_forward as _nested
+from ad.higher import unfold as _unfold
+from ad.higher.cotangent_parts import _closure_ct, _is_zero, _pair, _tangents_ct, kw_entry
+from ad.higher.nested_pushforward import nested_pushforward
+from ad.higher.reverse_over_fcall import SELF_RRULES, _fcall_gen_rrule
+from ad.higher.unsupported import _unsupported
 from ad.runtime import forward as _forward
 from ad.runtime import forward_arithmetic as _forward_fast
 from ad.runtime import plain_calls as _plain_calls
 from ad.runtime import rules_containers as _rules_containers
-from ad.runtime import rules_objects as _rules_objects
+from ad.runtime import rules_item_writes as _item_writes
 from ad.runtime import wrappers as _wrappers
 from ad.runtime.accumulate import field_ct
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import entries, from_list_ct
+from ad.runtime.nested_kernels import fcall_pair
 from ad.runtime.reverse import rcall
+from ad.runtime.tracebacks import function_name
 from rulescore import NoTangent, Tangent, ZeroTangent, non_differentiable, rrule, unthunk
 
 __all__ = ["through_self"]
@@ -49,12 +54,12 @@ CONFIG = ADConfig()
 
 def pushforward_of(g: types.FunctionType, closure_active: bool) -> Any:
     """``g``'s generated pushforward (``nested_pushforward``), bound to ``g``'s cells."""
-    return _forward_over.nested_pushforward(g, closure_active)[0]
+    return nested_pushforward(g, closure_active)[0]
 
 
 def pushforward_names(g: types.FunctionType, closure_active: bool) -> tuple:
     """The names of the keyword-only tangent parameters of ``pushforward_of(g, ...)``."""
-    _, _, dt, df = _forward_over.nested_pushforward(g, closure_active)
+    _, _, dt, df = nested_pushforward(g, closure_active)
     return (dt, df)
 
 
@@ -66,7 +71,7 @@ def _(config: Any, g: Any, closure_active: bool) -> Any:
     own = frozenset(g.__code__.co_freevars)
 
     def pushforward_of_pullback(ct: Any) -> tuple:  # the same cells: g's own
-        return (_NO, _nested._closure_ct(ct, own), _NO)
+        return (_NO, _closure_ct(ct, own), _NO)
 
     return pushforward_of(g, closure_active), pushforward_of_pullback
 
@@ -108,7 +113,7 @@ def ff_linear(ġts: Any, ġargs: tuple, g: Any, gts: tuple, gargs: tuple) -> Any
     return inner, _forward.tan_tuple(y_o, ẏ_o)
 
 
-non_differentiable(_forward_over.zero)
+non_differentiable(_unfold.zero)
 # forward over forward mode's rules run it (a yes/no question about a callable); at
 # fourth order their bodies are differentiated as source
 non_differentiable(_plain_calls.library_callable)
@@ -136,12 +141,12 @@ def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
     n, m = len(gargs), len(gts)
     ġ, ġts, ġargs = ts[1], ts[2], tuple(ts[3:])
     tg = type(g)
-    linear = _forward_over.linear_call(g, gargs)
-    if not linear and _forward._hashable(g) and g in _forward_over.SELF:
+    linear = _unfold.linear_call(g, gargs)
+    if not linear and _forward._hashable(g) and g in _unfold.SELF:
         return _over_self(ts, g, gts, gargs)
     if g is functools.partial or _nested_partials.is_partial(g):  # as unfold follows it
         return _over_self(ts, g, gts, gargs)
-    func, owner = _forward_over._method_parts(g)  # a Python method, or x.sum with an frule
+    func, owner = _unfold._method_parts(g)  # a Python method, or x.sum with an frule
     if func is not None:  # the method's tangent is its receiver's
         inner_ts = (_Z, _Z, _forward.tan_tuple(_Z, *_forward.split(ġts, m)), ġ, *ġargs)
         new_args = (func, (_Z, *gts), owner, *gargs)
@@ -151,15 +156,15 @@ def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
             ts_ct, a_ct = pb(ct)
             gts_ct = entries(a_ct[1], m + 1, "tangents")
             ṫs_ct = entries(ts_ct[2], m + 1, "tangents")
-            new_ts = (_Z, ts_ct[3], _nested._tangents_ct(ṫs_ct[1:]), *ts_ct[4:])
-            return new_ts, (a_ct[2], _nested._tangents_ct(gts_ct[1:]), *a_ct[3:])
+            new_ts = (_Z, ts_ct[3], _tangents_ct(ṫs_ct[1:]), *ts_ct[4:])
+            return new_ts, (a_ct[2], _tangents_ct(gts_ct[1:]), *a_ct[3:])
 
         return out, method_pullback
     if _wrappers.is_vectorized(g):
         return _over_vectorize(ts, g, gts, gargs)
     if g is _rules_containers.apply and not gargs[2]:
         return _over_apply(ts, gts, gargs)
-    if g is _rules_objects.append:  # its frule appends in place: written out here
+    if g is _item_writes.append:  # its frule appends in place: written out here
         return _over_append(ts, gts, gargs)
     call = next((k.__dict__["__call__"] for k in tg.__mro__ if "__call__" in k.__dict__), None)
     if tg is not _FunctionType and isinstance(call, _FunctionType):  # a callable object
@@ -177,7 +182,7 @@ def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
     if tg is _FunctionType and g not in _forward._FRULES:
         if not _simple(g, n):  # defaults: the pushforward's call, keywords and all
             return _over_self(ts, g, gts, gargs)
-        active = bool(g.__code__.co_freevars) and not _forward_over.zero(gts[0])
+        active = bool(g.__code__.co_freevars) and not _unfold.zero(gts[0])
         npos = g.__code__.co_argcount
         out, pb = rcall(ff_python, ġ, ġts, ġargs, g, gts, gargs, active, npos)
 
@@ -203,8 +208,8 @@ def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
                 return (_Z, _Z, raw[1], *ġargs_ct), (_NO, raw[5], *gargs_ct)
 
             return out, frule_pullback
-    raise _nested._unsupported(
-        f"reverse mode over forward over forward mode of {_forward._fname(g)} (it follows "
+    raise _unsupported(
+        f"reverse mode over forward over forward mode of {function_name(g)} (it follows "
         "Python functions, functions with an frule, linear helpers and methods)",
         "call it through a Python function, or register an frule for it",
     )
@@ -214,15 +219,15 @@ def _over_self(ts: tuple, g: Any, gts: tuple, gargs: tuple) -> tuple[Any, Callab
     """``_over_fcall`` for ``g`` forward mode's own dispatch (``fcall`` of ``fcall``...,
     ``jvp``, a fast path): four levels or more. See ``_over_unfolded``."""
     m, n = len(gts), len(gargs)
-    outer = (ts[1], _forward_over.split_ts(ts[2], m), tuple(ts[3:]), {}, {})
+    outer = (ts[1], _unfold.split_ts(ts[2], m), tuple(ts[3:]), {}, {})
     out, pb = _over_unfolded(outer, g, gts, gargs, {}, {})
 
     def self_pullback(ct: Any) -> tuple:
         t, a = pb(ct)  # each (tmap, of op, of the tangents, of the arguments, kw, kw_ts)
         ṫs_ct = entries(t[2], m, "tangents")
         gts_ct = entries(a[2], m, "tangents")
-        t_ct = (_Z, t[1], _nested._tangents_ct(tuple(ṫs_ct)), *entries(t[3], n, "tangents"))
-        a_ct = (a[1], _nested._tangents_ct(tuple(gts_ct)), *entries(a[3], n, "arguments"))
+        t_ct = (_Z, t[1], _tangents_ct(tuple(ṫs_ct)), *entries(t[3], n, "tangents"))
+        a_ct = (a[1], _tangents_ct(tuple(gts_ct)), *entries(a[3], n, "arguments"))
         return t_ct, a_ct
 
     return out, self_pullback
@@ -233,18 +238,18 @@ def _over_unfolded(
 ) -> tuple[Any, Callable]:
     """Reverse mode over the forward-mode call ``call_with(g, gts, gargs, gkw, gkw_ts)``
     pushed forward along ``outer = (ȯp, ṫs, ȧ, k̇w, k̇w_ts)``, for any ``g`` that
-    ``forward_over_forward.unfold`` follows (the same at every depth). The inner call runs
+    ``unfold.unfold`` follows (the same at every depth). The inner call runs
     the program ``op2(*args2, **kwargs2)`` that ``unfold`` gives, so the whole is the
-    forward-mode call of ``op2`` along the tangents ``tmap`` gives, which ``reverse_over_forward``'s
+    forward-mode call of ``op2`` along the tangents ``tmap`` gives, which ``reverse_over_fcall``'s
     rules differentiate. ``tmap`` is linear and maps the parts of a call to those of
     ``op2``'s, values as tangents, so its pullback (reverse mode over its source)
     takes both sides' cotangents back. The pullback returns ``(t, a)``: ``tmap``'s
     input cotangents for the outer tangents and for the call's own parts."""
-    op2, args2, kwargs2, tmap = _forward_over.unfold(g, gts, gargs, gkw, gkw_ts)
+    op2, args2, kwargs2, tmap = _unfold.unfold(g, gts, gargs, gkw, gkw_ts)
     args2 = tuple(args2)
     kwnames = tuple(kwargs2)
     ts2, kw_ts2 = tmap(*outer)
-    out, pb = _nested._fcall_gen_rrule(
+    out, pb = _fcall_gen_rrule(
         CONFIG,
         op2,
         ts2[0],
@@ -261,7 +266,7 @@ def _over_unfolded(
         ``tmap`` is linear, so the point does not matter)."""
         _, tpb = rcall(tmap, *outer)
         kw_ct = Tangent[dict]._from_backing(kw) if kw else _Z
-        return tpb(_forward.tan_tuple(_nested._tangents_ct(parts), kw_ct))
+        return tpb(_forward.tan_tuple(_tangents_ct(parts), kw_ct))
 
     def unfolded_pullback(ct: Any) -> tuple:
         raw = pb(ct)  # (fcall_gen, op2, its ḟ, args2, their ts, stars, names, kwvalues, kw_ts)
@@ -285,31 +290,31 @@ def _over_gen(ts: tuple, args: tuple) -> tuple[Any, Callable]:
     f, ḟ, fargs, arg_ts, stars, kwnames, _, _ = args
     n = len(fargs)
     if not kwnames and stars is None:  # f(*args): fcall(f, (ḟ, *arg_ts), *args)
-        ṫ_ts = _forward.tan_tuple(ts[2], *_forward_over.split_ts(ts[4], n))
-        inner_ts = (_Z, ts[1], ṫ_ts, *_forward_over.split_ts(ts[3], n))
+        ṫ_ts = _forward.tan_tuple(ts[2], *_unfold.split_ts(ts[4], n))
+        inner_ts = (_Z, ts[1], ṫ_ts, *_unfold.split_ts(ts[3], n))
         out, pb = _over_fcall(inner_ts, (f, (ḟ, *arg_ts), *fargs))
 
         def positional_pullback(ct: Any) -> tuple:
             ts_ct, a_ct = pb(ct)  # (_, ∂ġ, ∂ġts, ∂ġargs...), (∂f, ∂gts, ∂args...)
             ṫs_ct = entries(ts_ct[2], n + 1, "tangents")
             gts_ct = entries(a_ct[1], n + 1, "tangents")
-            tc = _nested._tangents_ct
+            tc = _tangents_ct
             t_ct = (_Z, ts_ct[1], ṫs_ct[0], tc(tuple(ts_ct[3:])), tc(ṫs_ct[1:]), _NO, _NO, _Z, _Z)
             return t_ct, (a_ct[0], gts_ct[0], tc(tuple(a_ct[2:])), tc(gts_ct[1:]), _NO, _NO, _Z, _Z)
 
         return out, positional_pullback
-    g, gts, gargs, gkw, gkw_ts, _ = _forward_over._gen_call(args)
-    outer = _forward_over._gen_parts(ts, n, kwnames)
+    g, gts, gargs, gkw, gkw_ts, _ = _unfold._gen_call(args)
+    outer = _unfold._gen_parts(ts, n, kwnames)
     out, pb = _over_unfolded(outer, g, gts, gargs, gkw, gkw_ts)
 
     def gen_pullback(ct: Any) -> tuple:
         t, a = pb(ct)  # each (tmap, of f, of (ḟ, *arg_ts), of args, of kwargs, of kw_ts)
-        tc = _nested._tangents_ct
+        tc = _tangents_ct
         ṫs_ct = entries(t[2], n + 1, "tangents")
         gts_ct = entries(a[2], n + 1, "tangents")
 
         def kw(c: Any) -> Any:
-            return tc(tuple(_nested.kw_entry(c, k) for k in kwnames))
+            return tc(tuple(kw_entry(c, k) for k in kwnames))
 
         ȧ_ct = tc(entries(t[3], n, "tangents"))
         args_ct = tc(entries(a[3], n, "arguments"))
@@ -328,28 +333,28 @@ def _over_append(ts: tuple, gts: tuple, gargs: tuple) -> tuple[Any, Callable]:
     n = len(lst)
     before = list(lst)
     ṫs = _forward.split(ts[2], 3)  # outer tangents of (append's, the list's, the value's)
-    y, pb = rcall(_rules_objects.append, lst, value)
+    y, pb = rcall(_item_writes.append, lst, value)
     ẏ = _forward.tan_list(*_forward.entries(gts[1], n, before), gts[2])
     y_o = _forward.tan_list(*_forward.entries(ts[3], n, before), ts[4])
     ẏ_o = _forward.tan_list(*_forward.entries(ṫs[1], n, before), ṫs[2])
 
     def unpacked(ct: Any) -> tuple:  # a list's tangent's cotangent -> (of the old, of v)
-        if _nested._is_zero(unthunk(ct)):
+        if _is_zero(unthunk(ct)):
             return _Z, _Z
         c = entries(ct, n + 1, "a list's tangent")
-        old = _Z if all(_nested._is_zero(e) for e in c[:n]) else Tangent[list]._from_backing(c[:n])
+        old = _Z if all(_is_zero(e) for e in c[:n]) else Tangent[list]._from_backing(c[:n])
         return old, c[n]
 
     def append_pullback(ct: Any) -> tuple:
         pair_ct, outer_ct = entries(ct, 2, "a forward-mode call pushed forward")
-        ȳ, ẏ̄ = _nested._pair(pair_ct)
+        ȳ, ẏ̄ = _pair(pair_ct)
         ȳ_o, ẏ̄_o = entries(outer_ct, 2, "the tangents of a forward-mode call")
         ȳ = unthunk(ȳ)
-        cts = pb(ȳ) if not _nested._is_zero(ȳ) else (_NO, _Z, _Z)
+        cts = pb(ȳ) if not _is_zero(ȳ) else (_NO, _Z, _Z)
         l̇_ct, v̇_ct = unpacked(ẏ̄)
         ṫl_ct, ṫv_ct = unpacked(ȳ_o)
         ṫl̇_ct, ṫv̇_ct = unpacked(ẏ̄_o)
-        t = _nested._tangents_ct
+        t = _tangents_ct
         return (_Z, _Z, t((_Z, ṫl̇_ct, ṫv̇_ct)), ṫl_ct, ṫv_ct), (
             _NO,
             t((_Z, l̇_ct, v̇_ct)),
@@ -376,7 +381,7 @@ def _over_apply(ts: tuple, gts: tuple, gargs: tuple) -> tuple[Any, Callable]:
 
     def apply_pullback(ct: Any) -> tuple:
         ts_ct, a_ct = pb(ct)  # a_ct: (fn, its ts, *a)
-        t = _nested._tangents_ct
+        t = _tangents_ct
         gts_ct = entries(a_ct[1], n + 1, "tangents")
         ṫs_ct = entries(ts_ct[2], n + 1, "tangents")
         new_ts = (_Z, _Z, t((_Z, ṫs_ct[0], t(tuple(ṫs_ct[1:])), _Z)), ts_ct[1], t(ts_ct[3:]), _Z)
@@ -404,7 +409,7 @@ def _over_vectorize(ts: tuple, v: Any, gts: tuple, gargs: tuple) -> tuple[Any, C
     def from_call(ct: Any) -> Any:  # the inverse map, on cotangents
         c = entries(ct, 5, "the tangents of np.vectorize's call")
         own = _wrappers.vectorize_tangent(v, c[1])
-        return _nested._tangents_ct((own, *entries(c[4], n, "tangents")))
+        return _tangents_ct((own, *entries(c[4], n, "tangents")))
 
     def vectorize_pullback(ct: Any) -> tuple:
         ts_ct, a_ct = pb(ct)  # a_ct: (vectorized_call, its ts, pyfunc, shape, otypes, args)
@@ -419,13 +424,13 @@ def _over_vectorize(ts: tuple, v: Any, gts: tuple, gargs: tuple) -> tuple[Any, C
 def through_self(f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
     """``rrule`` of ``fcall(f, ts, *args)`` for ``f`` forward mode's own dispatch
     (``fcall``, ``fcall_pair``), a scalar fast path or ``jvp``: pullback as
-    ``reverse_over_forward._fcall_rrule``'s."""
-    if f is _forward.fcall or f is _nested.fcall_pair or f is _forward.fcall_gen:
+    ``reverse_over_fcall._fcall_rrule``'s."""
+    if f is _forward.fcall or f is fcall_pair or f is _forward.fcall_gen:
         out, pb = (_over_gen if f is _forward.fcall_gen else _over_fcall)(ts, args)
 
         def fcall_pullback(ct: Any) -> tuple:
             ts_ct, a_ct = pb(ct)
-            return (_NO, _NO, _nested._tangents_ct(ts_ct), *a_ct)
+            return (_NO, _NO, _tangents_ct(ts_ct), *a_ct)
 
         return out, fcall_pullback
     if f in _FAST:
@@ -440,7 +445,7 @@ def through_self(f: Any, ts: tuple, args: tuple) -> tuple[Any, Callable]:
             dots_ct = entries(a_ct[1], k + 1, "tangents")[1:]
             ṫs_ct = entries(ts_ct[2], k + 1, "tangents")[1:]
             t_ct = (_Z, *ts_ct[3 : 3 + k], *ṫs_ct)
-            return (_NO, _NO, _nested._tangents_ct(t_ct), *a_ct[2:], *dots_ct)
+            return (_NO, _NO, _tangents_ct(t_ct), *a_ct[2:], *dots_ct)
 
         return out, ffast_pullback
     return _over_jvp(ts, args)
@@ -455,14 +460,14 @@ def _over_jvp(ts: tuple, args: tuple) -> tuple[Any, Callable]:
         _Z,
         ts[1],
         _forward.tan_tuple(_Z, *user(xs, ts[3])),
-        *_forward_over.split_ts(ts[2], n),
+        *_unfold.split_ts(ts[2], n),
     )
     out, pb = _over_fcall(inner_ts, (f, (_Z, *user(xs, tuple(ẋs))), *xs))
     (y, ẏ), ṫ = out
 
     def jvp_pullback(ct: Any) -> tuple:
         ts_ct, a_ct = pb(ct)  # a_ct: (f, (0, *ẋs), *xs)
-        t = _nested._tangents_ct
+        t = _tangents_ct
         ẋs_ct = entries(a_ct[1], n + 1, "tangents")[1:]
         ṫs_ct = entries(ts_ct[2], n + 1, "tangents")[1:]
         jvp_ts = (_Z, ts_ct[1], t(tuple(ts_ct[3:])), t(tuple(ṫs_ct)))
@@ -472,12 +477,12 @@ def _over_jvp(ts: tuple, args: tuple) -> tuple[Any, Callable]:
 
 
 _FAST = {
-    **{getattr(_forward_fast, f"ffast_{k}"): getattr(operator, k) for k in _forward_over.BINARY},
+    **{getattr(_forward_fast, f"ffast_{k}"): getattr(operator, k) for k in _unfold.BINARY},
     _forward_fast.ffast_neg: operator.neg,
 }
-_nested.SELF_RRULES.update(
+SELF_RRULES.update(
     dict.fromkeys(
-        [_forward.fcall, _nested.fcall_pair, _forward.fcall_gen, _forward_api.jvp, *_FAST],
+        [_forward.fcall, fcall_pair, _forward.fcall_gen, _forward_api.jvp, *_FAST],
         through_self,
     )
 )
@@ -498,7 +503,7 @@ def _(config: Any, it: Any, ṫ: Any) -> Any:
         cts = [entries(c, 2, "an (element, tangent) pair") for c in entries(ct, n, "pairs")]
         it_ct = from_list_ct(it, [c[0] for c in cts]) if not isinstance(it, dict) else _Z
         t_cts = [c[1] for c in cts]
-        if _forward_over.zero(src) or all(_forward_over.zero(c) for c in t_cts):
+        if _unfold.zero(src) or all(_unfold.zero(c) for c in t_cts):
             return (_NO, it_ct, _Z)
         if isinstance(src, Tangent):
             return (_NO, it_ct, type(src)._from_backing(tuple(t_cts)))

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from ad.runtime.config import ADConfig
-from ad.runtime.forward import is_zero
+from ad.runtime.tangents import is_zero
+from rules.extension import is_standard_rule
 from rulescore import frule
 
 __all__ = ["kernel_for"]
@@ -150,5 +151,5 @@ def kernel_for(f: Any, args: tuple) -> Callable | None:
     own = _OWN.get(key)
     if own is None:
         rule = _lookup(f, types, ADConfig)
-        own = _OWN[key] = rule is not None and rule.impl.__module__.startswith("rules.")
+        own = _OWN[key] = is_standard_rule(rule)
     return kernel if own else None

@@ -18,7 +18,7 @@ second reverse pass can differentiate all of it, as Zygote does over itself:
   into the rule body that made it;
 - the adjoint's own plumbing (``acc``, the structured cotangent builders),
   thunks (evaluated where they are made: a thunk is its value) and projectors
-  get linear ``rrule``s here.
+  get linear ``rrule``s (``reverse_over_adjoint_plumbing``).
 
 ``gradient_pure(f, x)`` is ``∇f(x)`` computed this way; ``hessian_reverse``
 differentiates it in reverse mode, one pullback per row.
@@ -33,29 +33,25 @@ from collections.abc import Callable
 from typing import Any
 
 from ad.higher import nested_partials as _nested_partials
-from ad.higher import reverse_over_forward as _nested
-from ad.higher.reverse_over_forward import _closure_ct, _is_zero, _tangents_ct, _unsupported
+from ad.higher import reverse_over_rules as _over_rules
+from ad.higher.cotangent_parts import _closure_ct, _is_zero, _tangents_ct, kw_entry
+from ad.higher.unsupported import _unsupported
 from ad.runtime import accumulate as _accumulate
 from ad.runtime import plain_calls as _plain_calls
 from ad.runtime import rules_containers as _rules_containers
-from ad.runtime import rules_objects as _rules_objects
+from ad.runtime import rules_item_writes as _item_writes
 from ad.runtime import wrappers as _wrappers
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import entries, zero_like
-from ad.runtime.reverse import CONFIG, _fname, _hashable, call_function, rcall, rcall_kw
+from ad.runtime.reverse import CONFIG, _hashable, call_function, rcall, rcall_kw
+from ad.runtime.tracebacks import function_name
 from rulescore import (
     AbstractZero,
-    InplaceableThunk,
     NoTangent,
-    ProjectTo,
     Tangent,
-    Thunk,
     ZeroTangent,
-    _projection,
-    _rule_tools,
     non_differentiable,
     rrule,
-    thunk,
     unthunk,
 )
 
@@ -124,16 +120,16 @@ def _dispatch(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
     rule = _lookup(f, tuple(map(type, args)), ADConfig) if has_rules else None
     if rule is None:
         if _plain_calls.library_callable(f):  # C code: run as plain Python
-            return _plain_calls.reverse_over_reverse(f, args, kwargs, _fname(f))
+            return _plain_calls.reverse_over_reverse(f, args, kwargs, function_name(f))
         raise _unsupported(
-            f"reverse over reverse: {_fname(f)} is neither a Python function nor a "
+            f"reverse over reverse: {function_name(f)} is neither a Python function nor a "
             "function with an rrule",
             "call it through a Python function, or use ad.hessian (forward over reverse)",
         )
     impl = rule.impl
     if type(impl) is not _FunctionType or impl in _RRULES:
         raise _unsupported(
-            f"reverse over reverse: the rrule for {_fname(f)} is not a Python function",
+            f"reverse over reverse: the rrule for {function_name(f)} is not a Python function",
             "use ad.hessian (forward over reverse)",
         )
     offset = 2 if rule.takes_config else 1
@@ -272,9 +268,9 @@ def _(config: Any, v: Any, pyfunc_ct: Any) -> Any:
 #: only the structure of their arguments (lengths, keys, field names).
 #: (``getitem`` is not among them here: on arrays the dispatch would take its lean
 #: pullback, which scatters in place; its rule body is differentiated instead.)
-_STRUCTURAL = (_nested._STRUCTURAL - {operator.getitem}) | {
-    _rules_objects.append,
-    _rules_objects.setitem,  # into a list or dict (an array's refuses)
+_STRUCTURAL = (_over_rules._STRUCTURAL - {operator.getitem}) | {
+    _item_writes.append,
+    _item_writes.setitem,  # into a list or dict (an array's refuses)
     _rules_containers.merge_kw,
     _rules_containers.merge_dicts,
     dict,
@@ -304,20 +300,20 @@ def _through_pure(f: types.FunctionType, args: tuple, kwargs: dict | None) -> tu
     closure = bool(f.__code__.co_freevars)
     entry = pure_transformed(f, closure)
     if type(entry) is _plain_calls.PlainEntry:  # library code: run as plain Python
-        return _plain_calls.reverse_over_reverse(f, args, kwargs, _fname(f))
+        return _plain_calls.reverse_over_reverse(f, args, kwargs, function_name(f))
     n = len(args)
     names = entry.spec.positional
     if not entry.simple:
         raise _unsupported(
-            f"reverse over reverse: {_fname(f)} has *args, **kwargs or keyword-only "
+            f"reverse over reverse: {function_name(f)} has *args, **kwargs or keyword-only "
             "parameters, which it does not follow",
-            f"give {_fname(f)} positional parameters only, or use ad.hessian (forward over "
+            f"give {function_name(f)} positional parameters only, or use ad.hessian (forward over "
             "reverse)",
         )
     full = _positional(f, names, args, kwargs)
     if full is None:
         raise _unsupported(
-            f"reverse over reverse: the call of {_fname(f)} does not bind its arguments to "
+            f"reverse over reverse: the call of {function_name(f)} does not bind its arguments to "
             "its parameters by position",
             "pass every parameter positionally, or use ad.hessian (forward over reverse)",
         )
@@ -369,7 +365,7 @@ def _(config: Any, cts: tuple, n: int, keys: tuple, where: tuple, with_kw: bool)
         back = [*c[: 1 + n], *([_Z] * (m - 1 - n))]
         if with_kw:
             for k, i in zip(keys, where):
-                back[i] = _nested.kw_entry(c[-1], k)
+                back[i] = kw_entry(c[-1], k)
         return (_NO, _tangents_ct(tuple(back)), _NO, _NO, _NO, _NO)
 
     return out, written_cts_pullback
@@ -425,189 +421,3 @@ def _(config: Any, f: Any, args: tuple, kwargs: dict) -> Any:
         return (_NO, f_ct, _tangents_ct(tuple(a_ct)), kw_tangent)
 
     return out, rcall_kw_pullback
-
-
-# --- the adjoint's plumbing: linear maps --------------------------------------------------
-
-
-@rrule.register(_accumulate.acc, config=ADConfig)
-def _(config: Any, a: Any, b: Any) -> Any:
-    held = (a, b)  # an extra reference: acc must not add into a in place here
-    y = _accumulate.acc(a, b)
-    del held
-
-    def acc_pullback(ȳ: Any) -> tuple:
-        return (_NO, ȳ, ȳ)
-
-    return y, acc_pullback
-
-
-@rrule.register(_accumulate.tuple_ct, config=ADConfig)
-def _(config: Any, *cts: Any) -> Any:
-    n = len(cts)
-
-    def tuple_ct_pullback(ȳ: Any) -> tuple:
-        return (_NO, *entries(ȳ, n, "a tuple cotangent"))
-
-    return cts, tuple_ct_pullback
-
-
-def _fields(t: Any) -> dict:
-    t = unthunk(t)
-    if _is_zero(t):
-        return {}
-    if isinstance(t, Tangent):
-        b = t._backing
-        return dict(b) if isinstance(b, dict) else {}
-    if isinstance(t, dict):
-        return t
-    return {}
-
-
-@rrule.register(_accumulate.fn_tangent, config=ADConfig)
-def _(config: Any, names: tuple, cts: tuple) -> Any:
-    def fn_tangent_pullback(ȳ: Any) -> tuple:
-        got = _fields(ȳ)
-        return (_NO, _NO, _tangents_ct(tuple(got.get(n, _Z) for n in names)))
-
-    return _accumulate.fn_tangent(names, cts), fn_tangent_pullback
-
-
-@rrule.register(_accumulate.field_ct, config=ADConfig)
-def _(config: Any, t: Any, name: str) -> Any:
-    return _accumulate.field_ct(t, name), _entry_pullback(types.FunctionType, name)
-
-
-@rrule.register(_accumulate.kw_ct, config=ADConfig)
-def _(config: Any, kw: Any, name: str) -> Any:
-    return _accumulate.kw_ct(kw, name), _entry_pullback(dict, name)
-
-
-@rrule.register(operator.getitem, config=ADConfig)
-def _(config: Any, t: Tangent, key: Any) -> Any:
-    """A rule's pullback reading entry ``key`` of its output's cotangent (``ȳ[1]`` of a
-    ``Tangent[SlogdetResult]``): ȳ goes back as that one entry, of the same kind."""
-    y = t[key]
-    T = type(t)
-    if T._kind == "positional":
-        n = len(t._backing)
-
-        def positional_entry_pullback(ȳ: Any) -> tuple:
-            if _is_zero(unthunk(ȳ)):
-                return (_NO, _Z, _NO)
-            return (_NO, T(*[ȳ if i == key else _Z for i in range(n)]), _NO)
-
-        return y, positional_entry_pullback
-    if T._kind == "fields" and isinstance(key, int):
-        key = T._allowed[key]  # a namedtuple's index: its field
-    return y, _entry_pullback(T.primal_type, key)
-
-
-@rrule.register(operator.getitem, config=ADConfig)
-def _(config: Any, cls: type, key: Any) -> Any:
-    """A generic type made in a rule's body (``Tangent[P]``): no data, no derivative."""
-    return cls[key], lambda ȳ: (_NO, _NO, _NO)
-
-
-def _entry_pullback(primal_type: type, name: str) -> Callable:
-    """The pullback of reading entry ``name`` of a ``Tangent[primal_type]`` (a closure's
-    captured variable, a keyword argument): ȳ goes back as that one entry."""
-
-    def entry_pullback(ȳ: Any) -> tuple:
-        if _is_zero(unthunk(ȳ)):
-            return (_NO, _Z, _NO)
-        return (_NO, Tangent[primal_type]._from_backing({name: ȳ}), _NO)
-
-    return entry_pullback
-
-
-# --- thunks and projectors inside pullbacks ------------------------------------------------
-
-
-def _thunk_rrule(config: Any, fn: Any) -> Any:
-    """A thunk made in differentiated code is evaluated where it is made: its value
-    is what it stands for, and the derivative goes through ``fn``'s body."""
-    y, pb = rcall(fn)
-
-    def thunk_pullback(ȳ: Any) -> tuple:
-        return (_NO, pb(ȳ)[0])
-
-    return y, thunk_pullback
-
-
-rrule.register(Thunk, config=ADConfig)(_thunk_rrule)
-rrule.register(thunk, config=ADConfig)(_thunk_rrule)
-
-
-@rrule.register(InplaceableThunk, config=ADConfig)
-def _(config: Any, add_fn: Any, value: Any) -> Any:
-    # ``value`` was made by a thunk in differentiated code, so it is already evaluated.
-    def inplaceable_pullback(ȳ: Any) -> tuple:
-        return (_NO, _NO, ȳ)
-
-    return unthunk(value), inplaceable_pullback
-
-
-non_differentiable(ProjectTo)
-
-
-# --- cotangents of tangents -----------------------------------------------------------
-#
-# A pullback differentiated again reads its cotangent's entries (``ȳ._backing``).
-# A tangent's cotangent is a tangent of the same kind (the space is its own dual),
-# so reading the backing is linear and its cotangent is rebuilt the same way.
-
-_generic_getattr = rrule.table.lookup(_rules_objects.getattr_, (object, str), ADConfig)
-
-
-def _tangent_getattr_rrule(config: Any, t: Any, name: str) -> Any:
-    if name != "_backing":
-        impl = _generic_getattr.impl
-        return impl(config, t, name) if _generic_getattr.takes_config else impl(t, name)
-    kind = type(t)
-
-    def tangent_backing_pullback(ȳ: Any) -> tuple:
-        ȳ = unthunk(ȳ)
-        if _is_zero(ȳ):
-            return (_NO, _Z, _NO)
-        if isinstance(ȳ, Tangent):
-            ȳ = ȳ._backing
-        b = tuple(ȳ) if isinstance(ȳ, (tuple, list)) else dict(ȳ)
-        return (_NO, kind._from_backing(b), _NO)
-
-    return t._backing, tangent_backing_pullback
-
-
-rrule.register_signature(_rules_objects.getattr_, _tangent_getattr_rrule, (Tangent, str), ADConfig)
-
-
-@rrule.register(_rule_tools._conj, config=ADConfig)
-def _(config: Any, p: Any) -> Any:
-    def conj_pullback(ȳ: Any) -> tuple:
-        return (_NO, _rule_tools._conj(unthunk(ȳ)))
-
-    return _rule_tools._conj(p), conj_pullback
-
-
-def _projector_call_rrule(config: Any, project: Any, dx: Any) -> Any:
-    """A projector is a linear, self-adjoint map (onto a tangent space)."""
-
-    def projector_pullback(ȳ: Any) -> tuple:
-        ȳ = unthunk(ȳ)
-        if _is_zero(ȳ):
-            return (_NO, _NO, _Z)
-        return (_NO, _NO, project(ȳ))
-
-    return project(dx), projector_pullback
-
-
-def _projector_classes(base: type) -> list[type]:
-    out = [base]
-    for sub in base.__subclasses__():
-        out += _projector_classes(sub)
-    return out
-
-
-for _cls in _projector_classes(_projection.Projector):
-    if "__call__" in _cls.__dict__:
-        rrule.register(_cls.__dict__["__call__"], config=ADConfig)(_projector_call_rrule)

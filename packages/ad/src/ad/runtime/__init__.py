@@ -11,13 +11,17 @@ name (the tables in ``helpers`` and ``forward``); the entry points
 - forward mode: ``forward`` (``fcall``), ``forward_arithmetic``,
   ``forward_rules``;
 - the rules of what the transform emits: ``rules_containers``,
-  ``rules_objects``, ``rules_iteration``, ``rules_callbacks``, ``control``,
-  ``writers``, ``fused_regions``;
-- Python's semantics: ``dunders`` (operators on user classes), ``wrappers``
-  (callables standing for a function), ``plain_calls`` (library code run as
-  plain Python), ``keywords``;
+  ``rules_objects`` (attributes, ``super()``), ``rules_item_writes`` (item
+  writes, ``append``, ``x op= y``), ``rules_iteration``, ``rules_callbacks``,
+  ``control``, ``writers``, ``fused_regions``;
+- Python's semantics: ``attribute_routes`` (properties, descriptors,
+  ``__getattr__``: the user code an attribute access runs), ``dunders``
+  (operators on user classes), ``wrappers`` (callables standing for a
+  function), ``plain_calls`` (library code run as plain Python), ``keywords``;
 - objects and in-place writes: ``state`` (derivatives kept by identity),
   ``ownership``, ``buffer``, ``checks``;
+- ``nested_kernels``: the kernels nested differentiation (``ad.higher``)
+  differentiates, ``reverse_over_forward`` among them;
 - ``config`` (``ADConfig``), ``tracebacks`` (errors that show the user's line),
   ``rules_check``.
 """

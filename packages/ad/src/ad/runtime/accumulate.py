@@ -8,15 +8,15 @@ import types
 from typing import Any
 
 from ad.errors import CotangentShapeError
-from rules._util import getrefcount as _getrefcount  # sys.getrefcount where calibrated
+from rules.extension import getrefcount as _getrefcount  # sys.getrefcount where calibrated
 from rulescore import (
+    AbstractThunk,
     AbstractZero,
     InplaceableThunk,
     NotImplementedTangent,
     Tangent,
     ZeroTangent,
 )
-from rulescore._thunks import AbstractThunk
 
 _Z = ZeroTangent()
 _float = float

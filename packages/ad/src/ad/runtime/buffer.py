@@ -21,8 +21,8 @@ import numpy as np
 
 from ad.errors import CotangentShapeError, MutationError
 from ad.runtime.config import ADConfig
-from ad.runtime.rules_objects import setitem
-from rules._util import unbroadcast
+from ad.runtime.rules_item_writes import setitem
+from rules.extension import unbroadcast
 from rulescore import AbstractZero, NoTangent, ZeroTangent, frule, rrule, unthunk
 
 __all__ = ["Buffer", "BufferTangent"]

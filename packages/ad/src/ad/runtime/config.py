@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rulescore import HasForwardsMode, HasReverseMode, RuleConfig
+from ad.runtime import calls
+from ad.runtime.state import keep_stateful
+from rulescore import HasForwardsMode, HasReverseMode, RuleConfig, ZeroTangent
 
 __all__ = ["ADConfig"]
 
@@ -30,18 +32,15 @@ class ADConfig(RuleConfig, HasReverseMode, HasForwardsMode):
     __slots__ = ()
 
     def rrule_via_ad(self, f: Any, *args: Any, **kwargs: Any) -> Any:
-        from ad.runtime.reverse import rcall, rcall_kw
-        from ad.runtime.state import keep_stateful
-
         if kwargs:
-            y, pb = rcall_kw(f, args, kwargs)
+            y, pb = calls.rcall_kw(f, args, kwargs)
             n = len(args)
 
             def via_ad_pullback(ȳ: Any) -> tuple:
                 return pb(ȳ)[: n + 1]
 
             return y, keep_stateful(pb, via_ad_pullback)
-        y, pb = rcall(f, *args)
+        y, pb = calls.rcall(f, *args)
 
         def rrule_via_ad_pullback(ȳ: Any) -> tuple:
             # The rule may keep and call it many times: never the pullback itself,
@@ -56,9 +55,6 @@ class ADConfig(RuleConfig, HasReverseMode, HasForwardsMode):
 
         Keyword arguments get no tangent (they are constants), as in rules.
         """
-        from ad.runtime.forward import dispatch, fcall
-        from rulescore import ZeroTangent
-
         if not isinstance(tangents, tuple) or len(tangents) != len(args) + 1:
             raise TypeError(
                 f"frule_via_ad: expected a tuple of {len(args) + 1} tangents "
@@ -66,5 +62,5 @@ class ADConfig(RuleConfig, HasReverseMode, HasForwardsMode):
             )
         tangents = tuple(ZeroTangent() if ṫ is None else ṫ for ṫ in tangents)
         if kwargs:
-            return dispatch(f, tangents, args, kwargs, {})
-        return fcall(f, tangents, *args)
+            return calls.dispatch(f, tangents, args, kwargs, {})
+        return calls.fcall(f, tangents, *args)

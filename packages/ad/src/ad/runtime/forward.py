@@ -13,29 +13,37 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
 import types
 from typing import Any
 
 from ad.errors import CotangentShapeError, NoRuleError, NoSourceError
+from ad.runtime import calls
 from ad.runtime import dunders as _dunders
 from ad.runtime import plain_calls as _plain_calls
 from ad.runtime import wrappers as _wrappers
+from ad.runtime.accumulate import field_ct, fn_tangent
 from ad.runtime.config import ADConfig
 from ad.runtime.keywords import keyword_reason, keywords_as_positions, maybe_differentiable
 from ad.runtime.reverse import (
-    _fname,
     _hashable,
     _python_init,
     call_site,
-    field_ct,
-    fn_tangent,
 )
 from ad.runtime.state import TANGENT_PASSES as _TANGENT_PASSES
 from ad.runtime.state import internal as _internal
 from ad.runtime.state import suspended as _suspended
+from ad.runtime.tangents import (
+    entries,
+    fiter,
+    is_zero,
+    mapping_entry,
+    split,
+    tan_dict,
+    tan_list,
+    tan_tuple,
+)
+from ad.runtime.tracebacks import function_name
 from rulescore import (
-    AbstractZero,
     NoTangent,
     Tangent,
     ZeroTangent,
@@ -43,7 +51,6 @@ from rulescore import (
     is_duck_array,
     not_implemented,
 )
-from rulescore._thunks import AbstractThunk
 
 __all__ = ["FORWARD_NAMES", "call_with", "dispatch", "fcall", "fcall_gen"]
 
@@ -65,10 +72,6 @@ _DictT = Tangent[dict]
 #: primal behaves as in reverse mode (``x += y`` on an array is out of place,
 #: item assignment into an array is an error). Filled in by ``forward_rules``.
 NO_SHORTCUT: set[Any] = set()
-
-
-def is_zero(ṫ: Any) -> bool:
-    return ṫ.__class__ in _ZEROS or isinstance(ṫ, AbstractZero)
 
 
 # --- dispatch -------------------------------------------------------------------
@@ -156,7 +159,7 @@ def dispatch(f: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict | 
             if out is not None:  # a rule may decline (e.g. zip over an iterator)
                 if type(out) is not tuple or len(out) != 2:
                     raise CotangentShapeError(
-                        f"the frule for {_fname(f)} returned {type(out).__name__}, "
+                        f"the frule for {function_name(f)} returned {type(out).__name__}, "
                         "not (value, tangent)"
                     )
                 if kw_ts and _kw_derivative(kw_ts, kw):
@@ -206,7 +209,7 @@ def _array_like_tangents(ts: tuple, args: tuple) -> tuple:
 def _dense_tangent(ṫ: Any, x: Any) -> Any:
     import numpy as np
 
-    from rules._numpy_linear import dense
+    from rules.extension import dense
 
     if any(map(is_duck_array, x)):  # dask or CuPy entries: reading them would compute
         shape = (len(x), *np.shape(x[0]))
@@ -252,7 +255,7 @@ def _fallback(f: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict |
         out = None if kwargs else _dunders.dispatch(f, args, _dunder_call(ts, args))
         if out is not None:
             return out
-        return _plain_calls.forward_call(f, ts, args, kwargs, kw_ts, _fname(f))
+        return _plain_calls.forward_call(f, ts, args, kwargs, kw_ts, function_name(f))
     if isinstance(f, type):
         return _construct(f, ts, args, kwargs, kw_ts)
     if tf is functools.partial:
@@ -263,7 +266,9 @@ def _fallback(f: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict |
     call = next((k.__dict__["__call__"] for k in tf.__mro__ if "__call__" in k.__dict__), None)
     if isinstance(call, _FunctionType):  # a callable object: differentiate __call__
         return _call(call, (_Z, ts[0], *ts[1:]), (f, *args), kwargs, kw_ts)
-    return _plain_calls.forward_call(f, ts, args, kwargs, kw_ts, _fname(f))  # C code: plainly
+    return _plain_calls.forward_call(
+        f, ts, args, kwargs, kw_ts, function_name(f)
+    )  # C code: plainly
 
 
 def _dunder_call(ts: tuple, args: tuple) -> Any:
@@ -406,100 +411,6 @@ def _param_tangents(spec: Any, n_args: int, ts: tuple, kwargs: dict, kw_ts: dict
     return tuple(by_name.get(name, _Z) for name in spec.all_names)
 
 
-# --- tangents of containers -------------------------------------------------------
-
-
-def tan_tuple(*ts: Any) -> Any:
-    """The tangent of a tuple display from its entries' tangents."""
-    for ṫ in ts:
-        if ṫ.__class__ not in _ZEROS:
-            return _TupleT._from_backing(ts)
-    return _Z
-
-
-def tan_list(*ts: Any) -> Any:
-    """The tangent of a list display from its entries' tangents."""
-    for ṫ in ts:
-        if ṫ.__class__ not in _ZEROS:
-            return _ListT._from_backing(ts)
-    return _Z
-
-
-def tan_dict(keys: tuple, ts: tuple) -> Any:
-    """The tangent of a dict display: a ``Tangent[dict]`` of the non-zero entries."""
-    b = {k: ṫ for k, ṫ in zip(keys, ts) if not is_zero(ṫ)}
-    return _DictT._from_backing(b) if b else _Z
-
-
-def entries(ṫ: Any, n: int, primal: Any) -> list:
-    """The tangents of the ``n`` items that iterating ``primal`` yields."""
-    if isinstance(ṫ, AbstractThunk):
-        ṫ = ṫ.unthunk()
-    if is_zero(ṫ):
-        return [_Z] * n
-    if isinstance(primal, (dict, range, str)):
-        return [_NO] * n  # iterating a dict yields its keys
-    if isinstance(ṫ, Tangent) and type(ṫ)._kind == "fields":
-        out = [ṫ[i] for i in range(n)]
-    else:
-        out = list(ṫ)
-    if len(out) != n:
-        raise CotangentShapeError(
-            f"a tangent of a {type(primal).__name__} of {n} items has {len(out)} entries"
-        )
-    return out
-
-
-def split(ṫ: Any, n: int) -> tuple:
-    """The tangents of ``a, b, ... = t`` from ``t``'s tangent."""
-    if isinstance(ṫ, AbstractThunk):
-        ṫ = ṫ.unthunk()
-    if ṫ.__class__ in _ZEROS:
-        return (ṫ,) * n
-    if isinstance(ṫ, Tangent):
-        kind = type(ṫ)._kind
-        if kind == "positional":
-            out = tuple(ṫ)
-        elif kind == "mapping":
-            return (_NO,) * n  # unpacking a dict yields its keys
-        else:
-            out = tuple(ṫ[i] for i in range(n))
-    else:
-        out = tuple(ṫ)
-    if len(out) != n:
-        raise CotangentShapeError(f"cannot unpack a tangent of {len(out)} entries into {n}")
-    return out
-
-
-def mapping_entry(ṫ: Any, key: Any) -> Any:
-    """The tangent of ``d[key]`` from ``d``'s tangent."""
-    if isinstance(ṫ, AbstractThunk):
-        ṫ = ṫ.unthunk()
-    if is_zero(ṫ):
-        return _Z
-    if isinstance(ṫ, Tangent):
-        return ṫ[key]
-    return ṫ.get(key, _Z)
-
-
-def fiter(it: Any, ṫ: Any) -> Any:
-    """Pairs ``(element, its tangent)`` for a loop over an active iterable."""
-    if isinstance(ṫ, AbstractThunk):
-        ṫ = ṫ.unthunk()
-    if is_zero(ṫ):
-        return zip(it, itertools.repeat(_Z))
-    if isinstance(it, (dict, range, str)):
-        return zip(it, itertools.repeat(_NO))
-    if isinstance(ṫ, Tangent) and type(ṫ)._kind == "fields":
-        ṫ = [ṫ[i] for i in range(len(it))]
-    if hasattr(it, "__len__") and hasattr(ṫ, "__len__") and len(it) != len(ṫ):
-        raise CotangentShapeError(
-            f"a loop over a {type(it).__name__} of {len(it)} items has a tangent of "
-            f"{len(ṫ)} entries"
-        )
-    return zip(it, ṫ)
-
-
 #: The names forward-mode code reads besides reverse mode's (``helpers`` binds
 #: both tables for the transform).
 FORWARD_NAMES: dict[str, Any] = {
@@ -513,3 +424,5 @@ FORWARD_NAMES: dict[str, Any] = {
     "_ad_fn_tangent": fn_tangent,
     "_ad_field": field_ct,
 }
+
+calls.bind(fcall=fcall, dispatch=dispatch)

@@ -16,6 +16,7 @@ from typing import Any
 
 from ad.runtime.config import ADConfig
 from ad.runtime.forward import fcall
+from rules.extension import is_standard_rule
 from rulescore import ZeroTangent, frule
 
 __all__ = ["FAST_HELPERS"]
@@ -35,13 +36,9 @@ def _fast_ok() -> bool:
         for op in (operator.add, operator.sub, operator.mul, operator.truediv, operator.pow):
             for pair in pairs:
                 r = _lookup(op, pair, ADConfig)
-                ok = ok and r is not None and r.impl.__module__ == "rules._arithmetic"
+                ok = ok and is_standard_rule(r)
         r = _lookup(operator.neg, (float,), ADConfig)
-        ok = (
-            ok
-            and r is not None
-            and r.impl.__module__ in ("rules._arithmetic", "rulescore._rule_tools")
-        )
+        ok = ok and is_standard_rule(r)
         _fast_state.update(version=frule.table.version, ok=ok)
     return _fast_state["ok"]
 

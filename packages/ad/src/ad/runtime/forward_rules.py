@@ -17,9 +17,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ad.runtime import attribute_routes as _attribute_routes
 from ad.runtime import forward as _forward
 from ad.runtime import helpers as _helpers
 from ad.runtime import rules_containers as _rules_containers
+from ad.runtime import rules_item_writes as _item_writes
 from ad.runtime import rules_objects as _rules_objects
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import np_module
@@ -35,7 +37,7 @@ from ad.runtime.forward import (
     tan_tuple,
 )
 from ad.runtime.reverse import call_site
-from ad.runtime.rules_objects import as_inplace_result, same_array_kind
+from ad.runtime.rules_item_writes import as_inplace_result, same_array_kind
 from ad.runtime.state import (
     current,
     follow,
@@ -47,7 +49,7 @@ from ad.runtime.state import (
     stateful,
     write_tangent,
 )
-from rules._sequences import dict_getitem_frule, sequence_getitem_frule
+from rules.extension import dict_getitem_frule, sequence_getitem_frule
 from rulescore import DuckArray, NoTangent, Tangent, ZeroTangent, frule, unthunk
 
 __all__: list[str] = []
@@ -239,7 +241,7 @@ def _(config: Any, ḟ: Any, *args: Any) -> Any:
 
 
 def _read_through(route: tuple, ȯ: Any) -> Any:
-    """A read that runs user code ``fn(*args)`` (``rules_objects.read_route``)."""
+    """A read that runs user code ``fn(*args)`` (``attribute_routes.read_route``)."""
     fn, args, i = route
     ts = [_Z] * len(args)
     ts[i] = ȯ
@@ -266,7 +268,7 @@ def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, obj: Any, name: str) -> Any:
 
 
 def _getattr_frule(config: Any, ȯ: Any, obj: Any, name: str, bypass: bool) -> Any:
-    route = _rules_objects.read_route(obj, name, bypass)
+    route = _attribute_routes.read_route(obj, name, bypass)
     if route is not None:
         return _read_through(route, ȯ)
     value = object.__getattribute__(obj, name) if bypass else getattr(obj, name)
@@ -323,7 +325,7 @@ def _set_field(kind: type, ȯ: Any, name: str, v̇: Any) -> Any:
 def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, v̇: Any, obj: Any, name: str, value: Any) -> Any:
     if dataclasses.is_dataclass(obj) and type(obj).__dataclass_params__.frozen:
         raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
-    route = _rules_objects.write_route(obj, name, value)
+    route = _attribute_routes.write_route(obj, name, value)
     if route is not None:
         return _write_through(route, ȯ, v̇)
     setattr(obj, name, value)
@@ -332,7 +334,7 @@ def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, v̇: Any, obj: Any, name: str, v
 
 @frule.register(_rules_objects.setattr_object, config=ADConfig)
 def _(config: Any, ḟ: Any, ȯ: Any, ṅ: Any, v̇: Any, obj: Any, name: str, value: Any) -> Any:
-    route = _rules_objects.write_route(obj, name, value, True)
+    route = _attribute_routes.write_route(obj, name, value, True)
     if route is not None:
         return _write_through(route, ȯ, v̇)
     object.__setattr__(obj, name, value)
@@ -378,7 +380,7 @@ def _(config: Any, ḟ: Any, ȯ: Any, k̇: Any, v̇: Any, obj: Any, key: Any, va
     np = sys.modules.get("numpy")
     if np is not None and isinstance(obj, np.ndarray):
         # As in reverse mode: a new array, equal to obj but at key.
-        y, _ = _rules_objects.array_setitem(obj, key, value)
+        y, _ = _item_writes.array_setitem(obj, key, value)
         if is_zero(ȯ) and is_zero(v̇):
             return y, _Z
         ẏ = np.zeros(y.shape, np.result_type(y.dtype, *_dtypes(ȯ, v̇)))
@@ -434,7 +436,7 @@ def _(config: Any, ḟ: Any, l̇: Any, v̇: Any, lst: list, value: Any) -> Any:
     # appended by the helper, not by the method: pushed forward again (forward over
     # forward over forward mode, as in a list comprehension at third order) this body
     # runs as source, where the helper's own rules append once and carry the tangents
-    lst = _rules_objects.append(lst, value)
+    lst = _item_writes.append(lst, value)
     return lst, tan_list(*es, v̇)
 
 

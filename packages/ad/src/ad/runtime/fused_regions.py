@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ad.errors import CotangentShapeError
-from rules._util import is_zero, unbroadcast
+from rules.extension import is_zero, unbroadcast
 from rulescore import unthunk
 
 __all__ = [
@@ -161,7 +161,7 @@ def fused_shape(full: int, *inputs: Any) -> tuple | None:
 def fused_fit(x: Any, dx: Any) -> Any:
     """Input ``x``'s cotangent from ``dx``, the region's (an array of the region's
     shape): the axes ``x`` was broadcast along summed, as the per-operation rules
-    do (``rules._util.unbroadcast``: ``np.add.reduce`` over those axes), without
+    do (``rules.extension.unbroadcast``: ``np.add.reduce`` over those axes), without
     their general path's conversions.
 
     >>> import numpy as np

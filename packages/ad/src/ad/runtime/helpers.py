@@ -38,24 +38,21 @@ from ad.runtime.rules_containers import (
     unpack,
     unpack_star,
 )
+from ad.runtime.rules_item_writes import append, inplace_fast, inplace_helper, setitem
 from ad.runtime.rules_objects import (
-    append,
     follow_written,
     getattr_,
     getattr_object,
-    inplace_fast,
-    inplace_helper,
     setattr_,
     setattr_object,
     setdict,
-    setitem,
     super_init,
 )
 from ad.runtime.star_calls import rcall_star
 from ad.runtime.state import Stateful, follow, unfollowed, unfollowed_call
 from ad.runtime.writers import in_place, writer
 from ad.transform import bindings
-from ad.transform.anf import BINOPS, UNARYOPS
+from ad.transform.anf_base import BINOPS, UNARYOPS
 
 __all__ = ["FORWARD_HELPERS", "HELPERS"]
 

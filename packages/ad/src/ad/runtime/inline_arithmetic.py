@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ad.runtime.lean_rules import is_uniform as _uniform
-from rules._util import getrefcount as _getrefcount  # sys.getrefcount where calibrated
+from rules.extension import getrefcount as _getrefcount  # sys.getrefcount where calibrated
 
 __all__ = ["mul_adjoint", "pow_adjoint"]
 

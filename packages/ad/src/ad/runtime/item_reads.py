@@ -33,10 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from ad.runtime.lean_rules import RCALL
-from ad.runtime.rules_objects import getattr_, read_route
+from ad.runtime import calls
+from ad.runtime.attribute_routes import read_route
+from ad.runtime.rules_objects import getattr_
 from ad.runtime.state import stateful, tracked
-from rules._sequences import entry_cotangent
+from rules.extension import entry_cotangent
 from rulescore import AbstractZero, ProjectTo, Tangent, ZeroTangent, unthunk
 
 __all__ = ["item_cotangent", "read_attr", "read_item"]
@@ -62,7 +63,7 @@ def read_item(obj: Any, key: Any) -> tuple[Any, Any]:
         tv = type(v)
         if tv is float or tv is _ndarray:
             return v, (None, key, v)
-    return RCALL[0](_getitem, obj, key)
+    return calls.rcall(_getitem, obj, key)
 
 
 def read_attr(obj: Any, name: str) -> tuple[Any, Any]:
@@ -78,7 +79,7 @@ def read_attr(obj: Any, name: str) -> tuple[Any, Any]:
         v = d[name]
         if getattr(v, "__self__", None) is not obj:  # not a method bound to obj itself
             return v, (type(obj), name)
-    return RCALL[0](getattr_, obj, name)
+    return calls.rcall(getattr_, obj, name)
 
 
 def item_cotangent(tape: tuple, ȳ: Any) -> Any:

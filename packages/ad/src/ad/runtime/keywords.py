@@ -21,6 +21,8 @@ import inspect
 import sys
 from typing import Any
 
+from ad.runtime.tracebacks import function_name
+
 __all__ = ["keyword_reason", "keywords_as_positions", "maybe_differentiable"]
 
 _EMPTY = inspect.Parameter.empty
@@ -125,12 +127,10 @@ def _positional_params(f: Any) -> tuple | None:
 
 def keyword_reason(f: Any, names: list, rule: str, site: str) -> str:
     """Why the derivative through keyword arguments ``names`` of ``f`` is missing."""
-    from ad.runtime.reverse import _fname
-
     called = f" (called at {site})" if site else ""
     which = ", ".join(repr(k) for k in names)
     return (
-        f"{_fname(f)}{called} has {rule}, and rules give no derivative for keyword "
+        f"{function_name(f)}{called} has {rule}, and rules give no derivative for keyword "
         f"argument {which}, which ad cannot pass by position (keyword-only).\n"
         "To fix: compute that argument's contribution outside the call, or define the "
         f"function in Python without a rule (or give its rule a positional parameter)"

@@ -35,14 +35,16 @@ from typing import Any
 
 import numpy as np
 
+from ad.runtime import calls
 from ad.runtime.config import ADConfig
 from ad.runtime.single_use import ONCE as _ONCE
+from ad.runtime.single_use import claim
 from ad.transform.fuse import REDUCTIONS, UFUNCS
-from rules import _numpy_elementwise as _ew
-from rules._numpy_products import matmul_fast_cotangents as _matmul_fast_cotangents
-from rules._numpy_products import product as _product
-from rules._util import getrefcount as _sys_getrefcount  # sys.getrefcount where calibrated
-from rules._util import unbroadcast
+from rules import extension as _ew
+from rules.extension import getrefcount as _sys_getrefcount  # sys.getrefcount where calibrated
+from rules.extension import is_standard_rule, unbroadcast
+from rules.extension import matmul_fast_cotangents as _matmul_fast_cotangents
+from rules.extension import product as _product
 from rulescore import AbstractZero, InplaceableThunk, NoTangent, Thunk, ZeroTangent, rrule, unthunk
 
 __all__ = ["FAST_HELPERS", "FLAGS", "FLOAT_PATHS", "lean_rule", "scalar_partials"]
@@ -99,14 +101,12 @@ _SCALAR: dict[tuple[Any, int], Any] = {}
 
 
 def _builtin_rule(f: Any, types: tuple) -> bool:
-    r = _table.lookup(f, types, ADConfig)
-    return r is not None and r.impl.__module__ == "rules._arithmetic"
+    return is_standard_rule(_table.lookup(f, types, ADConfig))
 
 
 def _packaged_rule(f: Any, types: tuple) -> bool:
     """Whether ``f``'s rule for ``types`` is the ``rules`` package's."""
-    r = _table.lookup(f, types, ADConfig)
-    return r is not None and getattr(r.impl, "__module__", "").startswith("rules.")
+    return is_standard_rule(_table.lookup(f, types, ADConfig))
 
 
 def _refresh() -> None:
@@ -414,11 +414,7 @@ def _numpy_pow_kind(a: Any, b: Any) -> Any:
 
 
 def _rcall(f: Any, *args: Any) -> Any:
-    return RCALL[0](f, *args)
-
-
-#: The general dispatch, bound by _runtime when it is imported (it imports this module).
-RCALL: list[Callable] = []
+    return calls.rcall(f, *args)  # the general dispatch
 
 
 _BINARY = (operator.add, operator.sub, operator.mul, operator.truediv, operator.pow)
@@ -706,6 +702,9 @@ FAST_HELPERS: dict[str, Callable] = {
     "_ad_fasti_neg": fasti_neg,
     "_ad_tuple": tuple,
     "_ad_FP": FLOAT_PATHS,
+    # the once signal (``single_use``), read by the generated adjoint
+    "_ad_O": _ONCE,
+    "_ad_claim": claim,
 }
 
 _table.listeners.append(_refresh)
@@ -733,7 +732,7 @@ _NOTANGENT = _NO
 
 
 def _times_fresh(ȳ: Any, p: Any) -> Any:
-    """``rules._times`` for a float64 ``ȳ`` of the output's shape: the product is
+    """``rules.extension.times_reusing`` for a float64 ``ȳ`` of the output's shape: the product is
     written into ``p`` when ``p`` is a fresh array nobody else holds (its reference
     count is then 2: this parameter and getrefcount's argument)."""
     if (
@@ -791,7 +790,7 @@ class _OutputOnlyPullback(tuple):
             return _NOTANGENT, _times_fresh(ȳ, deriv(None, Ω))
         if isinstance(ȳ, AbstractZero):  # the rule's own code
             return _NOTANGENT, _ZERO
-        return _NOTANGENT, _ew._project_like(_ew._Like(Ω), _ew._times(ȳ, deriv(None, Ω)))
+        return _NOTANGENT, _ew.project_like(_ew.PrimalLike(Ω), _ew.times_reusing(ȳ, deriv(None, Ω)))
 
 
 def _exp_ct_into(Ω: Any, ȳ: Any) -> Any:
@@ -865,8 +864,6 @@ def _lean_reduction(f: Any, impl: Callable, mean: bool) -> Callable:
     # np.sum / np.mean of a whole float64 array: what the rule computes
     # (np.add.reduce, then / n for the mean, as numpy's _mean), and its pullback,
     # the rule's np.full(shape, ȳ * scale) for a float ȳ, as a ``uniform`` array.
-    from rules._numpy_reductions import _full_pullback
-
     reduce, empty = np.add.reduce, np.empty
     f64_scalar = np.float64
     name = f.__name__
@@ -891,7 +888,7 @@ def _lean_reduction(f: Any, impl: Callable, mean: bool) -> Callable:
                 out.fill(ȳ * scale)
                 return _NOTANGENT, out
             # the rule's own pullback; it reads only x's shape and dtype (x may be large)
-            return _full_pullback(_Float64Shape(shape), scale, name)(ȳ)
+            return _ew.whole_array_pullback(_Float64Shape(shape), scale, name)(ȳ)
 
         return y, lean_reduction_pullback
 
@@ -1000,16 +997,15 @@ _Thunk = Thunk
 def lean_rule(f: Any, types: tuple, rule: Any) -> Callable | None:
     """A leaner callable for ``rule`` (the ``rules`` package's own) at ``types``, or None."""
     impl = rule.impl
-    module = getattr(impl, "__module__", "")
-    if rule.takes_config or not module.startswith("rules."):
+    if rule.takes_config or not is_standard_rule(rule):
         return None
     name = getattr(impl, "__name__", "")
     try:
         if types == (_ndarray,):
             if type(f) is np.ufunc and name == f"{f.__name__}_rrule":
-                if module == "rules._numpy_elementwise":
+                if f in _ew.HOLOMORPHIC:
                     return _lean_unary(f, impl)
-            elif (f is np.sum or f is np.mean) and module == "rules._numpy_reductions":
+            elif f is np.sum or f is np.mean:
                 if name == f"{f.__name__}_rrule":
                     return _lean_reduction(f, impl, f is np.mean)
         elif (
@@ -1017,14 +1013,12 @@ def lean_rule(f: Any, types: tuple, rule: Any) -> Callable | None:
             and len(types) == 2
             and types[0] is _ndarray
             and types[1] in (_slice, _int, tuple)
-            and module == "rules._numpy_indexing"
             and name == "getitem_rrule"
         ):
             return _lean_getitem(impl)
         elif (
             types == (_ndarray, _ndarray)
             and (f is np.matmul or f is operator.matmul)
-            and module == "rules._numpy_linear"
             and name == "matmul_rrule"
         ):
             return _lean_matmul(f, impl)

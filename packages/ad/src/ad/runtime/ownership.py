@@ -56,7 +56,7 @@ from ad.errors import MutationError
 from ad.runtime.config import ADConfig
 from ad.runtime.state import followed, stateful
 from ad.transform import PURE_PREFIX
-from ad.transform._nodes import NO_VALUE
+from ad.transform.bindings import NO_VALUE
 from rulescore import NoTangent, frule, rrule
 
 __all__ = ["own"]

@@ -52,6 +52,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ad.errors import NoRuleError
+from ad.runtime.tangents import mapping_entry, tan_list, tan_tuple
+from ad.runtime.tracebacks import call_site, function_name
 from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
 
 __all__ = [
@@ -552,8 +554,6 @@ def _user_site() -> str:
     """file:line of the innermost differentiated frame of the user's code: not the
     standard library's (a ``functools.wraps`` wrapper such as ``@contextmanager``'s
     is transformed as the function it wraps, but its line is no help)."""
-    from ad.runtime.reverse import call_site
-
     frame = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
@@ -624,8 +624,6 @@ def _route_tangent(route: Route, tangent_of: Callable[[Any], Any]) -> Any:
         return _Z
     if type(route) is not tuple:
         return tangent_of(route)
-    from ad.runtime.forward import tan_list, tan_tuple
-
     ts = [_NO if k is None else tangent_of(k) for k in route[1]]
     return tan_list(*ts) if route[0] is list else tan_tuple(*ts)
 
@@ -714,9 +712,7 @@ def plain_entry(f: Any, mode: str, as_init: bool | int = False) -> PlainEntry | 
 
 
 def _name(f: Any) -> str:
-    from ad.runtime.reverse import _fname
-
-    return _fname(f)
+    return function_name(f)
 
 
 def _reverse_runner(entry: PlainEntry, f: types.FunctionType) -> Callable:
@@ -770,8 +766,6 @@ def _forward_runner(entry: PlainEntry, f: types.FunctionType) -> Callable:
 
 def _parameter_tangent(spec: Any, index: dict, dt: tuple, key: Any) -> Any:
     """The tangent of the argument at ``key`` from the parameter tangents ``dt``."""
-    from ad.runtime.forward import mapping_entry
-
     pos = spec.positional
     if type(key) is int:
         if key < len(pos):
@@ -790,7 +784,7 @@ def reverse_over_forward(
     f: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict, name: str, as_init: int = 0
 ) -> tuple[Any, Callable]:
     """Reverse mode over a forward-mode call of library code: ``((y, ẏ), pullback)``
-    with the pullback of ``ad.higher.reverse_over_forward._pushforward_call``:
+    with the pullback of ``ad.higher.reverse_over_generated._pushforward_call``:
     ``(∂f, ∂ts, ∂args, ∂kwargs, ∂kw_ts)``. Along a route, ``y`` and ``ẏ`` are
     linear in the routed argument and its tangent; elsewhere constant."""
     y, route = run(f, args, kwargs or None, name, True, as_init)

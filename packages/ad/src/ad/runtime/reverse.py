@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ad.errors import CotangentShapeError, NoRuleError, NoSourceError
+from ad.runtime import calls
 from ad.runtime import dunders as _dunders
-from ad.runtime import lean_rules as _fast_module
 from ad.runtime import plain_calls as _plain_calls
 from ad.runtime import wrappers as _wrappers
 from ad.runtime.accumulate import acc, field_ct, fn_tangent, kw_ct, tuple_ct
@@ -31,11 +31,14 @@ from ad.runtime.lean_rules import lean_rule as _lean_rule
 from ad.runtime.lean_rules import numpy_scalar_call as _numpy_scalar_call
 from ad.runtime.lean_rules import scalar_partials as _scalar_partials
 from ad.runtime.single_use import ONCE as _ONCE
+from ad.runtime.single_use import handoff, new_token
 from ad.runtime.state import WRITES as _WRITES
 from ad.runtime.state import Stateful as _Stateful
 from ad.runtime.state import internal as _internal
 from ad.runtime.state import suspended as _suspended
+from ad.runtime.tracebacks import call_site, function_name
 from rulescore import (
+    AbstractThunk,
     AbstractZero,
     InplaceableThunk,
     NoTangent,
@@ -45,7 +48,6 @@ from rulescore import (
     rrule,
     unthunk,
 )
-from rulescore._thunks import AbstractThunk
 
 __all__ = [
     "CONFIG",
@@ -85,33 +87,6 @@ except ImportError:  # pragma: no cover - ad depends on numpy
 # --- pullbacks called once: see ``single_use`` ---------------------------------------
 
 ONCE = _ONCE
-
-
-def _is_expected(e: Any, token: Any) -> bool:
-    if type(e) is not _FunctionType:
-        return False
-    defaults = e.__defaults__
-    return defaults is not None and defaults[-1] is token
-
-
-def claim(token: Any) -> bool:
-    """Whether the generated adjoint holding ``token`` is the pullback expected to
-    run once; clears the signal either way (called at the adjoint's entry)."""
-    e = ONCE.expect
-    ONCE.expect = None
-    return _is_expected(e, token)
-
-
-def _handoff(inner: Any, token: Any) -> None:
-    """In a wrapper pullback that calls ``inner`` once and alone holds it: pass the
-    signal on to ``inner`` when the wrapper itself (holding ``token``) was expected."""
-    e = ONCE.expect
-    ONCE.expect = inner if _is_expected(e, token) else None
-
-
-def _token() -> list:
-    """A fresh object identifying one pullback closure (see ``claim``)."""
-    return []
 
 
 # --- dispatch ---------------------------------------------------------------
@@ -332,7 +307,7 @@ _TRUSTED: set[Any] = set()
 def _checked(out: Any, f: Any, args: tuple, rule: Any = None) -> tuple[Any, Callable]:
     if type(out) is not tuple or len(out) != 2:
         raise CotangentShapeError(
-            f"the rrule for {_fname(f)} returned {type(out).__name__}, not (value, pullback)"
+            f"the rrule for {function_name(f)} returned {type(out).__name__}, not (value, pullback)"
         )
     if rule is not None and getattr(rule.impl, "__module__", "").startswith(_TRUSTED_MODULES):
         _TRUSTED.add(rule)
@@ -358,7 +333,7 @@ def _shape_checked(pb: Callable, f: Any, args: tuple) -> Callable:
                     got = getattr(c, "shape", ())
                     if got != shape:
                         raise CotangentShapeError(
-                            f"the pullback of {_fname(f)} (called at {call_site()}) returned a cotangent "
+                            f"the pullback of {function_name(f)} (called at {call_site()}) returned a cotangent "
                             f"of shape {got} for argument {i + 1}, whose shape is {shape}.\n"
                             "To fix: the rule must reduce broadcast dimensions (unbroadcast) "
                             "and project with rulescore.ProjectTo."
@@ -423,7 +398,7 @@ def _fallback_dispatch(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, C
         out = None if kwargs else _dunders.dispatch(f, args, _dunder_call(args))
         if out is not None:
             return out
-        return _plain_calls.reverse_call(f, args, kwargs, _fname(f))
+        return _plain_calls.reverse_call(f, args, kwargs, function_name(f))
     if isinstance(f, type):
         return _construct(f, args, kwargs)
     if tf is functools.partial:
@@ -436,7 +411,7 @@ def _fallback_dispatch(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, C
     )
     if isinstance(call, _FunctionType):  # a callable object: differentiate __call__
         return _call_bound(call, f, args, kwargs)
-    return _plain_calls.reverse_call(f, args, kwargs, _fname(f))  # C code: run it plainly
+    return _plain_calls.reverse_call(f, args, kwargs, function_name(f))  # C code: run it plainly
 
 
 def _call_bound(func: Any, obj: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
@@ -446,9 +421,9 @@ def _call_bound(func: Any, obj: Any, args: tuple, kwargs: dict | None) -> tuple[
     else:
         y, pb = rcall_kw(func, (obj, *args), kwargs)
 
-    def method_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+    def method_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
         if ONCE.expect is not None:
-            _handoff(pb, _once)
+            handoff(pb, _once)
         cts = pb(ȳ)
         return cts[1:]
 
@@ -464,9 +439,9 @@ def _dunder_call(args: tuple) -> Callable:
         if order[0] == 0:
             return y, pb
 
-        def reflected_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+        def reflected_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
             if ONCE.expect is not None:
-                _handoff(pb, _once)
+                handoff(pb, _once)
             df, db, da = pb(ȳ)
             return df, da, db
 
@@ -481,9 +456,9 @@ def _call_partial(p: functools.partial, args: tuple, kwargs: dict | None) -> tup
     y, pb = rcall_kw(p.func, (*p.args, *args), {**p.keywords, **(kwargs or {})})
     n = len(args)
 
-    def partial_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+    def partial_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
         if ONCE.expect is not None:
-            _handoff(pb, _once)
+            handoff(pb, _once)
         cts = pb(ȳ)
         kw = cts[-1]
         bound = cts[1 : 1 + nb]
@@ -597,9 +572,9 @@ def _construct_with_init(cls: type, init: Any, args: tuple, kwargs: dict | None)
     y, pb = call_function(init, (obj, *args), kwargs or None, closure, as_init=True)
     n = len(args)
 
-    def init_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+    def init_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
         if ONCE.expect is not None:
-            _handoff(pb, _once)
+            handoff(pb, _once)
         cts = pb(ȳ)
         out = (_NO, *cts[2 : 2 + n])
         return (*out, cts[2 + n]) if kwargs else out
@@ -618,26 +593,6 @@ def _no_rule(name: str, f: Any, extra: str = "") -> NoRuleError:
             "or wrap the call in ad.ignore_derivatives if no gradient should flow through it."
         )
     )
-
-
-def call_site() -> str:
-    """file:line of the innermost differentiated (generated) frame."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name in ("_ad_fwd", "_ad_back"):
-            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
-        frame = frame.f_back
-    return ""
-
-
-def _fname(f: Any) -> str:
-    mod = getattr(f, "__module__", None)
-    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
-    if name is None:  # an object (a partial, a callable instance): its repr says it all
-        return repr(f)
-    if mod in (None, "builtins"):
-        return name
-    return f"{mod}.{name}"
 
 
 # --- transformed Python functions ----------------------------------------------
@@ -701,9 +656,9 @@ def _map_pullback(back: Callable, entry: Any, n_args: int, kwargs: dict | None) 
     if kwargs is None and spec.vararg and tuple(spec.all_names) == (*pos, spec.vararg):
         return _varargs_pullback(back, len(pos), n_args)
 
-    def mapped_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+    def mapped_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
         if ONCE.expect is not None:
-            _handoff(back, _once)
+            handoff(back, _once)
         raw = back(ȳ)
         by_name = dict(zip(spec.all_names, raw[1:]))
         out = [raw[0]]
@@ -733,9 +688,9 @@ def _varargs_pullback(back: Callable, n_pos: int, n_args: int) -> Callable:
     arguments (at least ``n_pos``): the cotangent of ``rest`` spread out."""
     head = n_pos + 1
 
-    def varargs_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+    def varargs_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
         if ONCE.expect is not None:
-            _handoff(back, _once)
+            handoff(back, _once)
         raw = back(ȳ)
         extra = raw[head]
         if type(extra) is tuple and len(extra) == n_args - n_pos:
@@ -747,6 +702,4 @@ def _varargs_pullback(back: Callable, n_pos: int, n_args: int) -> Callable:
     return varargs_pullback
 
 
-_fast_module.RCALL.append(rcall)
-# Names the generated adjoint reads for the once signal (bound with the fast helpers).
-_fast_module.FAST_HELPERS.update({"_ad_O": ONCE, "_ad_claim": claim})
+calls.bind(rcall=rcall, rcall_kw=rcall_kw)

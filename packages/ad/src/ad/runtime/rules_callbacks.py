@@ -38,9 +38,9 @@ import numpy as np
 
 from ad.runtime import state as _state
 from ad.runtime.accumulate import acc
+from ad.runtime.attribute_routes import _NOT_FOUND, _class_attr, _descriptor_plan, _python_slot
 from ad.runtime.config import ADConfig
-from ad.runtime.rules_objects import _NOT_FOUND, _class_attr, _descriptor_plan, _python_slot
-from rules._sequences import seq_cotangent, seq_entries
+from rules.extension import seq_cotangent, seq_entries
 from rulescore import (
     AbstractZero,
     NoTangent,

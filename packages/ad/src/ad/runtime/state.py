@@ -106,7 +106,7 @@ class Pass:
 
     def __init__(self, forward: bool, over_forward: bool = False) -> None:
         self.forward = forward  # a forward-mode pass (jvp): it keeps tangents
-        # a reverse pass over forward mode's code (``ad.higher.reverse_over_forward.reverse_over_forward``):
+        # a reverse pass over forward mode's code (``ad.runtime.nested_kernels.reverse_over_forward``):
         # it keeps the pushforward's tangents by identity (``held``) as well
         self.over_forward = over_forward
         self.captured = False  # it follows a captured or global holder (CAPTURED_WRITTEN)

@@ -47,7 +47,14 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["entry_point", "hide_internals", "install_warning_hook", "internal_file"]
+__all__ = [
+    "call_site",
+    "entry_point",
+    "function_name",
+    "hide_internals",
+    "install_warning_hook",
+    "internal_file",
+]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -81,6 +88,30 @@ def _internal_dirs() -> tuple[str, ...]:
 def internal_file(filename: str) -> bool:
     """Whether ``filename`` is a source file of ad, rules or rulescore."""
     return filename.startswith(_internal_dirs())
+
+
+# --- naming the user's code in messages ----------------------------------------
+
+
+def call_site() -> str:
+    """file:line of the innermost differentiated (generated) frame."""
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name in ("_ad_fwd", "_ad_back"):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
+
+
+def function_name(f: Any) -> str:
+    """``f``'s name in messages: ``module.qualname`` (a builtin's bare), or its repr."""
+    mod = getattr(f, "__module__", None)
+    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
+    if name is None:  # an object (a partial, a callable instance): its repr says it all
+        return repr(f)
+    if mod in (None, "builtins"):
+        return name
+    return f"{mod}.{name}"
 
 
 def _keep_all() -> bool:

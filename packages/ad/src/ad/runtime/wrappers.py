@@ -42,6 +42,12 @@ from typing import Any
 import numpy as np
 
 from ad.errors import NoRuleError
+from ad.runtime import calls
+from ad.runtime.accumulate import acc, field_ct
+from ad.runtime.cotangents import entries
+from ad.runtime.single_use import ONCE, handoff, new_token
+from ad.runtime.tangents import split
+from ad.runtime.tracebacks import call_site, function_name
 from rulescore import (
     AbstractZero,
     NoTangent,
@@ -134,21 +140,19 @@ def reverse_wrapper(
     ``f.__wrapped__``); the value is ``f``'s own. The pullback returns ``f``'s
     cotangent (the wrapped function's, as field ``__wrapped__``), the arguments',
     and with ``kwargs`` a dict of the keywords'."""
-    from ad.runtime.reverse import ONCE, _handoff, _token, rcall, rcall_kw
-
     if inner is None:
         inner = f.__wrapped__
     if kwargs is None:
-        y_inner, pb = rcall(inner, *args)
+        y_inner, pb = calls.rcall(inner, *args)
         y = f(*args)
     else:
-        y_inner, pb = rcall_kw(inner, args, kwargs)
+        y_inner, pb = calls.rcall_kw(inner, args, kwargs)
         y = f(*args, **kwargs)
     check_same(f, inner, y, y_inner)
 
-    def wrapper_pullback(ȳ: Any, _once: Any = _token()) -> tuple:  # noqa: B008
+    def wrapper_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
         if ONCE.expect is not None:
-            _handoff(pb, _once)
+            handoff(pb, _once)
         cts = pb(ȳ)
         return (wrapper_tangent(f, cts[0]), *cts[1:])
 
@@ -173,8 +177,6 @@ def check_same(f: Any, inner: Any, y: Any, y_inner: Any) -> None:
     the wrapped function's. The caches may return an older value: that is theirs."""
     if isinstance(f, _TRANSPARENT) or _same(y, y_inner):
         return
-    from ad.runtime.reverse import call_site
-
     site = call_site()
     raise NoRuleError(
         f"cannot differentiate {_name(f)}{f' (called at {site})' if site else ''}: a wrapper "
@@ -210,9 +212,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _name(f: Any) -> str:
-    from ad.runtime.reverse import _fname
-
-    return _fname(f)
+    return function_name(f)
 
 
 # --- forward mode --------------------------------------------------------------------
@@ -236,13 +236,10 @@ def forward_wrapper(
     f: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict | None, inner: Any = None
 ) -> tuple[Any, Any]:
     """Push forward the function ``f`` wraps; the value is ``f``'s own."""
-    from ad.runtime.accumulate import field_ct
-    from ad.runtime.forward import dispatch
-
     if inner is None:
         inner = f.__wrapped__
     inner_ts = (field_ct(ts[0], "__wrapped__"), *ts[1:])
-    y_inner, ẏ = dispatch(inner, inner_ts, args, kwargs, kw_ts)
+    y_inner, ẏ = calls.dispatch(inner, inner_ts, args, kwargs, kw_ts)
     y = f(*args, **(kwargs or {}))
     check_same(f, inner, y, y_inner)
     return y, ẏ
@@ -364,8 +361,6 @@ def vectorize_tangent(v: Any, pyfunc_t: Any) -> Any:
 
 
 def _vectorize_error(v: Any, why: str) -> NoRuleError:
-    from ad.runtime.reverse import call_site
-
     site = call_site()
     return NoRuleError(
         f"cannot differentiate np.vectorize({_name(v.pyfunc)}){f' (called at {site})' if site else ''}"
@@ -386,13 +381,13 @@ def _carries(otype: Any) -> bool:
 
 
 def _vectorize_reverse(v: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
-    from ad.runtime.accumulate import acc
-    from ad.runtime.cotangents import entries
-    from ad.runtime.reverse import rcall, rcall_kw
-
     plan = _Plan(v, args, kwargs or {})
     if not plan.vargs:  # numpy calls the function itself: nothing to vectorize
-        out = rcall(v.pyfunc, *args) if kwargs is None else rcall_kw(v.pyfunc, args, kwargs)
+        out = (
+            calls.rcall(v.pyfunc, *args)
+            if kwargs is None
+            else calls.rcall_kw(v.pyfunc, args, kwargs)
+        )
         return out[0], _with_own(out[1], v)
     otypes = plan.otypes()
     shape = plan.shape
@@ -401,9 +396,9 @@ def _vectorize_reverse(v: Any, args: tuple, kwargs: dict | None) -> tuple[Any, C
     for idx in np.ndindex(shape):
         e_args, e_kw = plan.element(idx)
         if kwargs:
-            y_e, pbs[idx] = rcall_kw(v.pyfunc, e_args, e_kw)
+            y_e, pbs[idx] = calls.rcall_kw(v.pyfunc, e_args, e_kw)
         else:
-            y_e, pbs[idx] = rcall(v.pyfunc, *e_args)
+            y_e, pbs[idx] = calls.rcall(v.pyfunc, *e_args)
         outs = y_e if len(otypes) > 1 else (y_e,)
         for k, o in enumerate(outs):
             values[k][idx] = o
@@ -477,7 +472,7 @@ def _vectorize_cts(
 def _reduce(grid: np.ndarray, x: Any) -> Any:
     """Per-element cotangents (an object array, zeros as tangent objects) as the
     cotangent of the argument ``x`` they were broadcast from."""
-    from rules._util import unbroadcast
+    from rules.extension import unbroadcast
 
     try:
         kind = np.asarray(x).dtype.kind
@@ -509,7 +504,6 @@ def _vectorize_ct(v: Any, pyfunc_ct: Any) -> Any:
 def _(pyfunc: Any, *args: Any, **kwargs: Any) -> Any:
     """Building ``np.vectorize(pyfunc)`` where ``pyfunc`` captures a value that
     carries a derivative: the object's tangent is its function's."""
-    from ad.runtime.accumulate import field_ct
 
     v = np.vectorize(pyfunc, *args, **kwargs)
     n = len(args)
@@ -541,14 +535,11 @@ def _with_own(pb: Callable, v: Any) -> Callable:
 def _vectorize_forward(
     v: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict | None
 ) -> tuple[Any, Any]:
-    from ad.runtime.accumulate import field_ct
-    from ad.runtime.forward import dispatch
-
     plan = _Plan(v, args, kwargs or {})
     ṗ = field_ct(ts[0], "pyfunc")
     kw_ts = kw_ts or {}
     if not plan.vargs:
-        return dispatch(v.pyfunc, (ṗ, *ts[1:]), args, kwargs, kw_ts)
+        return calls.dispatch(v.pyfunc, (ṗ, *ts[1:]), args, kwargs, kw_ts)
     otypes = plan.otypes()
     shape = plan.shape
     # Each broadcast argument's tangent as an object array of its elements' tangents.
@@ -565,9 +556,9 @@ def _vectorize_forward(
         e_kw_ts = dict(kw_ts)
         for j, k in enumerate(plan.names, n_in):
             e_kw_ts[k] = _Z if grids[j] is None else grids[j][idx]
-        y_e, ẏ_e = dispatch(v.pyfunc, (ṗ, *e_ts), e_args, e_kw or None, e_kw_ts)
+        y_e, ẏ_e = calls.dispatch(v.pyfunc, (ṗ, *e_ts), e_args, e_kw or None, e_kw_ts)
         outs = y_e if len(otypes) > 1 else (y_e,)
-        ẏs = (ẏ_e,) if len(otypes) == 1 else _split(ẏ_e, len(otypes))
+        ẏs = (ẏ_e,) if len(otypes) == 1 else split(ẏ_e, len(otypes))
         for k, (o, ṫ) in enumerate(zip(outs, ẏs)):
             values[k][idx] = o
             tangents[k][idx] = ṫ
@@ -578,12 +569,6 @@ def _vectorize_forward(
     return tuple(ys), Tangent[tuple](*ẏs)
 
 
-def _split(ẏ: Any, n: int) -> tuple:
-    from ad.runtime.forward import split
-
-    return split(ẏ, n)
-
-
 def _tangent_grid(ṫ: Any, x: Any, shape: tuple) -> np.ndarray | None:
     """The tangent ``ṫ`` of a broadcast argument ``x`` as an object array of the
     broadcast shape (None: zero everywhere)."""
@@ -591,7 +576,7 @@ def _tangent_grid(ṫ: Any, x: Any, shape: tuple) -> np.ndarray | None:
     if isinstance(ṫ, AbstractZero):
         return None
     if isinstance(ṫ, Tangent) or isinstance(ṫ, (list, tuple)):
-        from rules._numpy_linear import dense
+        from rules.extension import dense
 
         ṫ = dense(ṫ, x)
     return np.broadcast_to(np.asarray(ṫ, dtype=object), shape)

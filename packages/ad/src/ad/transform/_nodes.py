@@ -15,7 +15,7 @@ import ast
 import threading
 from typing import TypeVar
 
-from ad.transform.anf import BINOPS
+from ad.transform.anf_base import BINOPS
 
 __all__ = [
     "BINOP_NODES",
@@ -58,7 +58,7 @@ _N = TypeVar("_N", bound=ast.AST)
 #: tree (``forget_shared`` starts a new set): the tree becomes a DAG, which
 #: ``compile`` accepts, and no pass mutates these leaves. They are per thread
 #: (``threading.local``): two threads transforming at once, or a pure transform
-#: renaming its names (``_rename_private``), never share a node, and nothing here
+#: renaming its names (``build.rename_private``), never share a node, and nothing here
 #: relies on the GIL (free-threaded CPython: each thread has its own dicts).
 class _Shared(threading.local):
     def __init__(self) -> None:

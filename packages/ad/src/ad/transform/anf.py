@@ -25,431 +25,27 @@ Conditional expressions and ``and``/``or`` used as values become ``if``
 statements; a walrus ``(x := v)`` becomes ``x = v`` where Python evaluates it.
 Line numbers of the source statement are kept on every output statement, and
 every node has a location (a new node has the line of the statement it is in).
+
+Here: ``normalize`` and the statements (``_Normalizer``). Its parts, the bases
+of ``_Normalizer``: ``anf_base`` (the operators' helper names, the state and
+node builders), ``anf_expressions``, ``anf_control`` (``try``, ``with``, the
+walrus, a comprehension's scope).
 """
 
 from __future__ import annotations
 
 import ast
 import copy
-from typing import TypeVar
 
-from ad.errors import UnsupportedSyntaxError
-from ad.transform.anf_control import (
-    normalize_try,
-    normalize_with,
-    scoped_comprehension,
-    walrus_targets,
-)
+from ad.transform.anf_base import BINOPS, ITEM_UPDATE, at, is_atom
+from ad.transform.anf_control import ControlForms, walrus_targets
+from ad.transform.anf_expressions import Expressions
 
-__all__ = ["BINOPS", "ITEM_UPDATE", "UNARYOPS", "normalize"]
-
-#: Set on the ``_ad_iop_<op>(t, v)`` call of ``a[i] op= v`` (or ``o.a op= v``):
-#: the source text of the target and the container's name (``"a[i]"``, ``"a"``),
-#: ``t`` being the target's current value.
-ITEM_UPDATE = "_ad_item_update"
-
-BINOPS: dict[type, str] = {
-    ast.Add: "add",
-    ast.Sub: "sub",
-    ast.Mult: "mul",
-    ast.Div: "truediv",
-    ast.FloorDiv: "floordiv",
-    ast.Mod: "mod",
-    ast.Pow: "pow",
-    ast.MatMult: "matmul",
-    ast.LShift: "lshift",
-    ast.RShift: "rshift",
-    ast.BitOr: "or_",
-    ast.BitXor: "xor",
-    ast.BitAnd: "and_",
-}
-UNARYOPS: dict[type, str] = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert"}
-
-PLAIN_EXPRS = (ast.Compare, ast.JoinedStr, ast.Lambda, ast.Constant)
+__all__ = ["normalize"]
 
 
-_LOAD, _STORE = ast.Load(), ast.Store()  # shared, as the parser shares them
-_N = TypeVar("_N", bound=ast.AST)
-
-
-def _at(node: _N, line: int) -> _N:
-    """``node``, located at ``line`` (column 0)."""
-    node.lineno = line  # type: ignore[attr-defined]
-    node.col_offset = 0  # type: ignore[attr-defined]
-    return node
-
-
-def _is_atom(e: ast.expr) -> bool:
-    return isinstance(e, (ast.Name, ast.Constant))
-
-
-class _Normalizer:
-    def __init__(self, filename: str, fname: str, local_names: set[str] | None = None) -> None:
-        self.filename = filename
-        self.fname = fname
-        self.locals = local_names if local_names is not None else set()
-        #: the local names at the root of a nested item write (``a`` of a.b[i] = v)
-        self.written_roots: set[str] = set()
-        self.counter = 0
-        self.lineno = 0
-        #: Whether the function has a walrus anywhere; and the names the walruses
-        #: of the statement being normalised bind (see ``atom``).
-        self.has_walrus = False
-        self.walrus: frozenset[str] = frozenset()
-        #: Keep positional calls with ``*`` as calls (``normalize``'s ``star_calls``).
-        self.star_calls = False
-
-    # --- helpers --------------------------------------------------------
-
-    def fresh(self) -> str:
-        self.counter += 1
-        return f"_ad_t{self.counter}"
-
-    def new(self, node: _N) -> _N:
-        """``node``, located at the statement being normalised."""
-        return _at(node, self.lineno)
-
-    def name(self, id_: str, ctx: ast.expr_context = _LOAD) -> ast.Name:
-        return _at(ast.Name(id_, ctx), self.lineno)
-
-    def error(self, node: ast.AST, what: str) -> UnsupportedSyntaxError:
-        line = getattr(node, "lineno", self.lineno)
-        return UnsupportedSyntaxError(
-            f"{self.filename}:{line}: in {self.fname}: {what}", self.filename, line
-        )
-
-    def assign(self, target: str | ast.expr, value: ast.expr) -> ast.Assign:
-        tgt = self.name(target, _STORE) if isinstance(target, str) else target
-        return ast.Assign([tgt], value, lineno=self.lineno, col_offset=0)
-
-    def bind(self, value: ast.expr, out: list[ast.stmt]) -> ast.Name:
-        t = self.fresh()
-        out.append(self.assign(t, value))
-        return self.name(t)
-
-    def local_root(self, e: ast.expr) -> bool:
-        """Whether ``e`` is a name, or an attribute or item chain from a local name."""
-        if isinstance(e, ast.Name):
-            return True
-        while isinstance(e, (ast.Attribute, ast.Subscript)):
-            e = e.value
-        return isinstance(e, ast.Name) and e.id in self.locals
-
-    def followed_container(self, obj: ast.expr, where: ast.AST, out: list[ast.stmt]) -> ast.Name:
-        """The container ``obj`` (``a.b``, ``a[i]``, ``self.items``) reads out of a
-        local ``a``, about to be written in place (``a.b[i] = v``, ``a[i][j] = v``,
-        ``self.items.append(v)``): bound to a fresh name, followed by identity
-        (``ad.runtime.rules_objects.follow_written``); ``a`` carries the derivative
-        (``written_roots``: activity seeds) and is followed from here, so reads
-        through it see the write (``ad.runtime.state``)."""
-        root = obj
-        while isinstance(root, (ast.Attribute, ast.Subscript)):
-            root = root.value
-        if not (isinstance(root, ast.Name) and root.id in self.locals):
-            raise self.error(
-                where,
-                "a write into a container nested in a captured or global variable, or "
-                "in a call's result, is not supported; bind the container to a local "
-                "name first (d = G['a']; d['b'] = v) and pass G in as an argument",
-            )
-        self.written_roots.add(root.id)
-        out.append(self.assign(root.id, self.helper_call("_ad_follow", [self.name(root.id)])))
-        held = self.atom(obj, out)
-        t = self.fresh()
-        self.locals.add(t)
-        site = self.new(ast.Constant(f"{self.filename}:{self.lineno}"))
-        out.append(self.assign(t, self.helper_call("_ad_follow_written", [held, site])))
-        return self.name(t)
-
-    def container_target(self, name: str) -> str:
-        """Where a write into container ``name`` rebinds: the name itself when it
-        is a local variable; for a captured or global container, a temporary
-        ``_ad_nl<k>`` (rebinding it would make the name local). reverse refuses
-        to differentiate a derivative-carrying value written that way."""
-        if name in self.locals:
-            return name
-        self.counter += 1
-        return f"_ad_nl{self.counter}"
-
-    def helper_call(self, helper: str, args: list[ast.expr]) -> ast.Call:
-        return self.new(ast.Call(self.name(helper), args, []))
-
-    # --- expressions ------------------------------------------------------
-
-    def atom(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
-        """Flatten ``e``, appending statements to ``out``; return an atom.
-
-        A name that a walrus of the same statement binds is read into a
-        temporary: Python reads its value here, and the walrus may rebind it
-        before the statement uses the atom (``f(x, (x := g(x)))``)."""
-        if _is_atom(e):
-            if self.walrus and type(e) is ast.Name and e.id in self.walrus:
-                return self.bind(e, out)
-            return e
-        value = self.expr(e, out)
-        if _is_atom(value):
-            return value
-        return self.bind(value, out)
-
-    def expr(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
-        """Flatten ``e`` to one ANF right-hand side (not necessarily an atom)."""
-        if _is_atom(e):
-            return e
-        if isinstance(e, ast.BinOp):
-            op = BINOPS[type(e.op)]
-            left = self.atom(e.left, out)
-            right = self.atom(e.right, out)
-            return self.helper_call(f"_ad_op_{op}", [left, right])
-        if isinstance(e, ast.UnaryOp):
-            if isinstance(e.op, ast.Not):
-                return self.new(ast.UnaryOp(op=ast.Not(), operand=self.atom(e.operand, out)))
-            return self.helper_call(f"_ad_op_{UNARYOPS[type(e.op)]}", [self.atom(e.operand, out)])
-        if isinstance(e, ast.Call):
-            return self.call(e, out)
-        if isinstance(e, ast.Attribute):
-            return self.helper_call(
-                "_ad_getattr", [self.atom(e.value, out), self.new(ast.Constant(e.attr))]
-            )
-        if isinstance(e, ast.Subscript):
-            obj = self.atom(e.value, out)
-            return self.helper_call("_ad_op_getitem", [obj, self.index(e.slice, out)])
-        if isinstance(e, (ast.Tuple, ast.List)):
-            if any(isinstance(x, ast.Starred) for x in e.elts):
-                return self.starred_display(e, out)
-            kind = ast.Tuple if isinstance(e, ast.Tuple) else ast.List
-            return self.new(kind(elts=[self.atom(x, out) for x in e.elts], ctx=ast.Load()))
-        if isinstance(e, ast.Dict):
-            if any(k is None for k in e.keys):
-                return self.merged_dict(e, out)
-            keys = [self.atom(k, out) for k in e.keys]  # type: ignore[arg-type]
-            return self.new(ast.Dict(keys=keys, values=[self.atom(v, out) for v in e.values]))
-        if isinstance(e, ast.Set):
-            return self.helper_call(
-                "set",
-                [self.new(ast.List(elts=[self.atom(x, out) for x in e.elts], ctx=ast.Load()))],
-            )
-        if isinstance(e, ast.Compare):
-            left = self.atom(e.left, out)
-            comps = [self.atom(c, out) for c in e.comparators]
-            return self.new(ast.Compare(left=left, ops=e.ops, comparators=comps))
-        if isinstance(e, ast.IfExp):
-            t = self.fresh()
-            test = self.atom(e.test, out)
-            body: list[ast.stmt] = []
-            body.append(self.assign(t, self.expr(e.body, body)))
-            orelse: list[ast.stmt] = []
-            orelse.append(self.assign(t, self.expr(e.orelse, orelse)))
-            out.append(
-                ast.If(test=test, body=body, orelse=orelse, lineno=self.lineno, col_offset=0)
-            )
-            return self.name(t)
-        if isinstance(e, ast.BoolOp):
-            return self.boolop(e, out)
-        if isinstance(e, (ast.JoinedStr, ast.Lambda)):
-            return e
-        if isinstance(e, ast.Slice):
-            return self.index(e, out)
-        if isinstance(e, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-            return self.comprehension(e, out)
-        if isinstance(e, ast.NamedExpr):
-            # (x := v): bind x, and the value is v's atom (a temporary, or a constant):
-            # a later walrus in the statement may rebind x before the value is used.
-            value = self.atom(e.value, out)
-            out.append(self.assign(e.target.id, value))
-            return value
-        if isinstance(e, ast.Starred):
-            raise self.error(e, "a starred expression is only supported in calls and displays")
-        raise self.error(e, f"{type(e).__name__} expressions are not supported")
-
-    def index(self, s: ast.expr, out: list[ast.stmt]) -> ast.expr:
-        if isinstance(s, ast.Slice):
-            parts = [
-                self.atom(p, out) if p is not None else self.new(ast.Constant(None))
-                for p in (s.lower, s.upper, s.step)
-            ]
-            return self.bind(self.helper_call("slice", parts), out)
-        if isinstance(s, ast.Tuple):
-            elts = [self.index(x, out) for x in s.elts]
-            return self.bind(self.new(ast.Tuple(elts=elts, ctx=ast.Load())), out)
-        return self.atom(s, out)
-
-    def boolop(self, e: ast.BoolOp, out: list[ast.stmt]) -> ast.expr:
-        # a and b  ->  t = a; if t: t = b     (a or b: if not t: t = b)
-        t = self.fresh()
-        out.append(self.assign(t, self.expr(e.values[0], out)))
-        rest = e.values[1:]
-        if not rest:
-            return self.name(t)
-        body: list[ast.stmt] = []
-        rest_expr = rest[0] if len(rest) == 1 else ast.BoolOp(op=e.op, values=rest)
-        body.append(self.assign(t, self.expr(rest_expr, body)))
-        test: ast.expr = self.name(t)
-        if isinstance(e.op, ast.Or):
-            test = self.new(ast.UnaryOp(op=ast.Not(), operand=self.name(t)))
-        out.append(ast.If(test=test, body=body, orelse=[], lineno=self.lineno, col_offset=0))
-        return self.name(t)
-
-    def starred_display(self, e: ast.Tuple | ast.List, out: list[ast.stmt]) -> ast.expr:
-        # (a, *b, c) -> _ad_concat((a,), b, (c,)) with the display's kind
-        parts: list[ast.expr] = []
-        run: list[ast.expr] = []
-        for x in e.elts:
-            if isinstance(x, ast.Starred):
-                if run:
-                    parts.append(self.bind(self.new(ast.Tuple(elts=run, ctx=ast.Load())), out))
-                    run = []
-                parts.append(self.atom(x.value, out))
-            else:
-                run.append(self.atom(x, out))
-        if run:
-            parts.append(self.bind(self.new(ast.Tuple(elts=run, ctx=ast.Load())), out))
-        helper = "_ad_concat_tuple" if isinstance(e, ast.Tuple) else "_ad_concat_list"
-        return self.helper_call(helper, parts)
-
-    def call(self, e: ast.Call, out: list[ast.stmt]) -> ast.expr:
-        func = self.atom(e.func, out)
-        if (  # next(<genexpr>[, default]): the generator runs to its first item only
-            type(e.func) is ast.Name
-            and e.func.id == "next"
-            and 1 <= len(e.args) <= 2
-            and not e.keywords
-            and isinstance(e.args[0], ast.GeneratorExp)
-        ):
-            default = [self.atom(a, out) for a in e.args[1:]]
-            first = self.comprehension(e.args[0], out, first=True)
-            return self.helper_call(
-                "_ad_next_or" if default else "_ad_next", [func, first, *default]
-            )
-        if self.star_calls and not e.keywords:
-            # f(a, *b) kept as a call (first-order reverse mode: ``_ad_rcall_star``)
-            args = [
-                self.new(ast.Starred(self.atom(a.value, out), ast.Load()))
-                if isinstance(a, ast.Starred)
-                else self.atom(a, out)
-                for a in e.args
-            ]
-            return self.new(ast.Call(func=func, args=args, keywords=[]))
-        if any(isinstance(a, ast.Starred) for a in e.args) or any(
-            k.arg is None for k in e.keywords
-        ):
-            return self.splat_call(func, e, out)
-        args = [self.atom(a, out) for a in e.args]
-        keywords = [
-            self.new(ast.keyword(arg=k.arg, value=self.atom(k.value, out))) for k in e.keywords
-        ]
-        return self.new(ast.Call(func=func, args=args, keywords=keywords))
-
-    def splat_call(self, func: ast.expr, e: ast.Call, out: list[ast.stmt]) -> ast.expr:
-        """f(a, *b, k=v, **d) -> _ad_apply(f, _ad_concat_tuple((a,), b), _ad_merge_kw({'k': v}, d))."""
-        args = self.atom(
-            self.starred_display(self.new(ast.Tuple(elts=e.args, ctx=ast.Load())), out), out
-        )
-        parts: list[ast.expr] = []
-        named: list[ast.keyword] = []
-        for k in e.keywords:
-            if k.arg is None:
-                if named:
-                    parts.append(self.bind(self.named_dict(named, out), out))
-                    named = []
-                parts.append(self.atom(k.value, out))
-            else:
-                named.append(k)
-        if named or not parts:
-            parts.append(self.bind(self.named_dict(named, out), out))
-        kw = (
-            parts[0] if len(parts) == 1 else self.bind(self.helper_call("_ad_merge_kw", parts), out)
-        )
-        return self.helper_call("_ad_apply", [func, args, kw])
-
-    def merged_dict(self, e: ast.Dict, out: list[ast.stmt]) -> ast.expr:
-        """``{**a, "k": v, **b}`` -> ``_ad_merge_dicts(a, {"k": v}, b)``."""
-        parts: list[ast.expr] = []
-        keys: list[ast.expr] = []
-        values: list[ast.expr] = []
-        for k, v in zip(e.keys, e.values):
-            if k is None:
-                if keys:
-                    parts.append(self.bind(self.new(ast.Dict(keys=keys, values=values)), out))
-                    keys, values = [], []
-                parts.append(self.atom(v, out))
-            else:
-                keys.append(self.atom(k, out))
-                values.append(self.atom(v, out))
-        if keys:
-            parts.append(self.bind(self.new(ast.Dict(keys=keys, values=values)), out))
-        return self.helper_call("_ad_merge_dicts", parts)
-
-    def named_dict(self, named: list[ast.keyword], out: list[ast.stmt]) -> ast.Dict:
-        keys: list[ast.expr | None] = [self.new(ast.Constant(k.arg)) for k in named]
-        return self.new(ast.Dict(keys=keys, values=[self.atom(k.value, out) for k in named]))
-
-    def comprehension(self, e: ast.expr, out: list[ast.stmt], first: bool = False) -> ast.expr:
-        """[elt for x in it if c] -> an explicit loop building a list (or set, dict);
-        the names it binds are its own (``scoped_comprehension``). ``first``: a
-        generator expression ``next`` reads, so the loops stop after one item."""
-        e = scoped_comprehension(self, e)
-        acc = self.fresh()
-        found = self.fresh() if first else ""
-        if first:
-            out.append(self.assign(found, self.new(ast.Constant(False))))
-        if isinstance(e, ast.DictComp):
-            out.append(self.assign(acc, self.new(ast.Dict(keys=[], values=[]))))
-        else:
-            out.append(self.assign(acc, self.new(ast.List(elts=[], ctx=ast.Load()))))
-        gens = e.generators  # type: ignore[attr-defined]
-        if any(g.is_async for g in gens):
-            raise self.error(
-                e,
-                "async comprehensions cannot be differentiated. To fix: collect the values "
-                "first and use a plain comprehension over them",
-            )
-
-        def build(i: int) -> list[ast.stmt]:
-            body: list[ast.stmt] = []
-            if i == len(gens):
-                if isinstance(e, ast.DictComp):
-                    k = self.atom(e.key, body)
-                    v = self.atom(e.value, body)
-                    body.append(
-                        self.assign(acc, self.helper_call("_ad_setitem", [self.name(acc), k, v]))
-                    )
-                else:
-                    v = self.atom(e.elt, body)  # type: ignore[attr-defined]
-                    body.append(
-                        self.assign(acc, self.helper_call("_ad_append", [self.name(acc), v]))
-                    )
-                    if first:
-                        body.append(self.assign(found, self.new(ast.Constant(True))))
-                return body
-            g = gens[i]
-            inner = build(i + 1)
-            for cond in reversed(g.ifs):
-                test_stmts: list[ast.stmt] = []
-                test = self.atom(cond, test_stmts)
-                inner = [
-                    *test_stmts,
-                    ast.If(test=test, body=inner, orelse=[], lineno=self.lineno, col_offset=0),
-                ]
-            if first:  # the form desugar gives a break: `if <flag>: break`, last
-                stop = [ast.Break(lineno=self.lineno, col_offset=0)]
-                inner.append(
-                    ast.If(
-                        test=self.name(found),
-                        body=stop,
-                        orelse=[],
-                        lineno=self.lineno,
-                        col_offset=0,
-                    )
-                )
-            it_stmts: list[ast.stmt] = []
-            it = self.atom(g.iter, it_stmts)
-            loop = self.for_loop(g.target, it, inner)
-            return [*it_stmts, *loop]
-
-        out.extend(build(0))
-        if isinstance(e, ast.SetComp):
-            return self.helper_call("set", [self.name(acc)])
-        return self.name(acc)
+class _Normalizer(Expressions, ControlForms):
+    """Flattens one function: the statements here, the rest in its bases."""
 
     # --- statements -------------------------------------------------------
 
@@ -485,7 +81,7 @@ class _Normalizer:
             out.append(self.assign(target.id, value))
             return
         if isinstance(target, (ast.Tuple, ast.List)):
-            src = value if _is_atom(value) else self.bind(value, out)
+            src = value if is_atom(value) else self.bind(value, out)
             n = len(target.elts)
             star = [i for i, x in enumerate(target.elts) if isinstance(x, ast.Starred)]
             if star:
@@ -515,7 +111,7 @@ class _Normalizer:
             if not isinstance(obj, ast.Name):
                 obj = self.followed_container(obj, target, out)
             idx = self.index(target.slice, out)
-            v = value if _is_atom(value) else self.bind(value, out)
+            v = value if is_atom(value) else self.bind(value, out)
             out.append(
                 self.assign(
                     self.container_target(obj.id),
@@ -530,7 +126,7 @@ class _Normalizer:
                     target,
                     "assignment to a nested attribute (a.b.c = v) is not supported; assign to a local name first",
                 )
-            v = value if _is_atom(value) else self.bind(value, out)
+            v = value if is_atom(value) else self.bind(value, out)
             out.append(
                 self.assign(
                     self.container_target(obj.id),
@@ -556,7 +152,7 @@ class _Normalizer:
             value = self.expr(s.value, out)
             first, *others = s.targets
             if others:  # a = b = value
-                value = value if _is_atom(value) else self.bind(value, out)
+                value = value if is_atom(value) else self.bind(value, out)
             self.assign_target(first, value, out)
             for t in others:
                 self.assign_target(t, value, out)
@@ -611,7 +207,7 @@ class _Normalizer:
             out.append(
                 ast.If(
                     test=test,
-                    body=self.stmts(s.body) or [_at(ast.Pass(), s.lineno)],
+                    body=self.stmts(s.body) or [at(ast.Pass(), s.lineno)],
                     orelse=self.stmts(s.orelse),
                     lineno=s.lineno,
                     col_offset=0,
@@ -645,9 +241,9 @@ class _Normalizer:
                 )
             )
         elif isinstance(s, ast.Try):
-            out.append(normalize_try(self, s))
+            out.append(self.normalize_try(s))
         elif isinstance(s, ast.With):
-            normalize_with(self, s, out)
+            self.normalize_with(s, out)
         elif isinstance(
             s,
             (
@@ -741,7 +337,7 @@ def normalize(tree: ast.FunctionDef, filename: str, star_calls: bool = False) ->
     norm.lineno = tree.lineno
     body = norm.stmts(tree.body)
     if not _always_returns(body):
-        none = _at(ast.Constant(None), norm.lineno)
+        none = at(ast.Constant(None), norm.lineno)
         body.append(ast.Return(value=none, lineno=norm.lineno, col_offset=0))
     tree.body = body
     tree.written_roots = frozenset(norm.written_roots)  # type: ignore[attr-defined]

@@ -3,10 +3,10 @@ the scope of a comprehension.
 
 ``try`` and ``with`` keep their shape with their blocks in A-normal form: the
 generators differentiate them (see ``tracking``). A walrus ``(x := v)`` becomes
-the assignment ``x = v`` where Python evaluates it (``_Normalizer.expr``); a
+the assignment ``x = v`` where Python evaluates it (``Expressions.expr``); a
 read of ``x`` earlier in the same statement is taken into a temporary, since
 the walrus may rebind ``x`` before the statement uses that read
-(``walrus_targets``, ``_Normalizer.atom``). A comprehension is lowered to a
+(``walrus_targets``, ``Expressions.atom``). A comprehension is lowered to a
 loop in the function's scope, so the names it binds are renamed first: they
 are its own, and must not overwrite the function's variables of the same name
 (a walrus inside binds in the function, as in Python: it is not renamed).
@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import ast
 import copy
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ad.transform.anf import _Normalizer
+from ad.transform.anf_base import Normalizer
 
-__all__ = ["normalize_try", "normalize_with", "scoped_comprehension", "walrus_targets"]
+__all__ = ["ControlForms", "walrus_targets"]
 
 _BLOCKS = frozenset(["body", "orelse", "handlers", "finalbody"])
 _N = TypeVar("_N", bound=ast.AST)
@@ -31,53 +30,83 @@ def _pass(line: int) -> ast.Pass:
     return ast.Pass(lineno=line, col_offset=0)
 
 
-def normalize_try(norm: _Normalizer, s: ast.Try) -> ast.Try:
-    """A ``try`` with its blocks normalised; an ``except`` clause's class is kept
-    as written (Python evaluates it only when an exception arrives)."""
-    line = s.lineno
-    handlers = []
-    for h in s.handlers:
-        body = norm.stmts(h.body) or [_pass(h.lineno)]
-        handlers.append(
-            ast.ExceptHandler(type=h.type, name=h.name, body=body, lineno=h.lineno, col_offset=0)
-        )
-    body = norm.stmts(s.body) or [_pass(line)]
-    orelse = norm.stmts(s.orelse)
-    finalbody = norm.stmts(s.finalbody)
-    if not handlers and not finalbody:  # `finally: "text"` normalised to nothing
-        finalbody = [_pass(line)]
-    norm.lineno = line
-    return ast.Try(
-        body=body, handlers=handlers, orelse=orelse, finalbody=finalbody, lineno=line, col_offset=0
-    )
+class ControlForms(Normalizer):
+    """``try``, ``with`` and a comprehension's scope, for ``anf._Normalizer``."""
 
-
-def normalize_with(norm: _Normalizer, s: ast.With, out: list[ast.stmt]) -> None:
-    """``with <atom> [as <name>]: ...`` (``desugar`` left one item): the context
-    manager is computed before it; a target other than a name is assigned from a
-    temporary first thing in the body."""
-    (item,) = s.items
-    line = s.lineno
-    ctx = norm.atom(item.context_expr, out)
-    target = item.optional_vars
-    first: list[ast.stmt] = []
-    var: ast.expr | None = None
-    if isinstance(target, ast.Name):
-        var = norm.name(target.id, ast.Store())
-    elif target is not None:
-        t = norm.fresh()
-        var = norm.name(t, ast.Store())
-        norm.assign_target(target, norm.name(t), first)
-    body = first + norm.stmts(s.body)
-    norm.lineno = line
-    out.append(
-        ast.With(
-            items=[ast.withitem(context_expr=ctx, optional_vars=var)],
-            body=body or [_pass(line)],
+    def normalize_try(self, s: ast.Try) -> ast.Try:
+        """A ``try`` with its blocks normalised; an ``except`` clause's class is kept
+        as written (Python evaluates it only when an exception arrives)."""
+        line = s.lineno
+        handlers = []
+        for h in s.handlers:
+            body = self.stmts(h.body) or [_pass(h.lineno)]
+            handlers.append(
+                ast.ExceptHandler(
+                    type=h.type, name=h.name, body=body, lineno=h.lineno, col_offset=0
+                )
+            )
+        body = self.stmts(s.body) or [_pass(line)]
+        orelse = self.stmts(s.orelse)
+        finalbody = self.stmts(s.finalbody)
+        if not handlers and not finalbody:  # `finally: "text"` normalised to nothing
+            finalbody = [_pass(line)]
+        self.lineno = line
+        return ast.Try(
+            body=body,
+            handlers=handlers,
+            orelse=orelse,
+            finalbody=finalbody,
             lineno=line,
             col_offset=0,
         )
-    )
+
+    def normalize_with(self, s: ast.With, out: list[ast.stmt]) -> None:
+        """``with <atom> [as <name>]: ...`` (``desugar`` left one item): the context
+        manager is computed before it; a target other than a name is assigned from a
+        temporary first thing in the body."""
+        (item,) = s.items
+        line = s.lineno
+        ctx = self.atom(item.context_expr, out)
+        target = item.optional_vars
+        first: list[ast.stmt] = []
+        var: ast.expr | None = None
+        if isinstance(target, ast.Name):
+            var = self.name(target.id, ast.Store())
+        elif target is not None:
+            t = self.fresh()
+            var = self.name(t, ast.Store())
+            self.assign_target(target, self.name(t), first)
+        body = first + self.stmts(s.body)
+        self.lineno = line
+        out.append(
+            ast.With(
+                items=[ast.withitem(context_expr=ctx, optional_vars=var)],
+                body=body or [_pass(line)],
+                lineno=line,
+                col_offset=0,
+            )
+        )
+
+    def scoped_comprehension(self, e: ast.expr) -> ast.expr:
+        """A copy of the comprehension ``e`` whose loop targets are fresh names
+        (``_ad_c<n>_<name>``), read under them everywhere in it but its first
+        iterable, which Python evaluates in the enclosing scope; ``e`` itself when it
+        binds no name. A nested lambda's own parameters keep their names."""
+        gens = e.generators  # type: ignore[attr-defined]
+        bound = {n.id for g in gens for n in ast.walk(g.target) if type(n) is ast.Name}
+        if not bound:
+            return e
+        self.counter += 1
+        renamed = {name: f"_ad_c{self.counter}_{name}" for name in sorted(bound)}
+        new = copy.copy(e)
+        first = copy.copy(gens[0])
+        first.target = _renamed(gens[0].target, renamed)
+        first.ifs = [_renamed(x, renamed) for x in gens[0].ifs]
+        new.generators = [first, *[_renamed(g, renamed) for g in gens[1:]]]  # type: ignore[attr-defined]
+        for name in ("elt", "key", "value"):
+            if hasattr(e, name):
+                setattr(new, name, _renamed(getattr(e, name), renamed))
+        return new
 
 
 def walrus_targets(s: ast.stmt) -> frozenset[str]:
@@ -110,28 +139,6 @@ def walrus_targets(s: ast.stmt) -> frozenset[str]:
 
 
 _FUNCTIONS = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-def scoped_comprehension(norm: _Normalizer, e: ast.expr) -> ast.expr:
-    """A copy of the comprehension ``e`` whose loop targets are fresh names
-    (``_ad_c<n>_<name>``), read under them everywhere in it but its first
-    iterable, which Python evaluates in the enclosing scope; ``e`` itself when it
-    binds no name. A nested lambda's own parameters keep their names."""
-    gens = e.generators  # type: ignore[attr-defined]
-    bound = {n.id for g in gens for n in ast.walk(g.target) if type(n) is ast.Name}
-    if not bound:
-        return e
-    norm.counter += 1
-    renamed = {name: f"_ad_c{norm.counter}_{name}" for name in sorted(bound)}
-    new = copy.copy(e)
-    first = copy.copy(gens[0])
-    first.target = _renamed(gens[0].target, renamed)
-    first.ifs = [_renamed(x, renamed) for x in gens[0].ifs]
-    new.generators = [first, *[_renamed(g, renamed) for g in gens[1:]]]  # type: ignore[attr-defined]
-    for name in ("elt", "key", "value"):
-        if hasattr(e, name):
-            setattr(new, name, _renamed(getattr(e, name), renamed))
-    return new
 
 
 def _renamed(node: _N, renamed: dict[str, str]) -> _N:

@@ -21,7 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["FORWARD", "REVERSE", "bind", "library_entry"]
+from ad.transform._nodes import NO_VALUE  # the primal's keyword: its caller needs no value
+
+__all__ = ["FORWARD", "NO_VALUE", "REVERSE", "bind", "library_entry"]
 
 #: The names reverse-mode code reads (``_ad_rcall``...), and their functions.
 REVERSE: dict[str, Any] = {}

@@ -51,7 +51,9 @@ from ad.transform.guards import (
     rebound_names,
     returned_names,
 )
-from ad.transform.source import register_generated
+from ad.transform.listing import annotate
+from ad.transform.pipeline import front
+from ad.transform.source_registry import register_generated
 from ad.transform.tracking import WriteMarks, ad_error_handler, caught_check, guard_with_body
 from ad.transform.writers import in_place_form
 
@@ -440,7 +442,6 @@ def build_forward(
 ) -> Compiled:
     """Run the whole forward pipeline for ``f`` and compile the result (``inline``:
     with its small helpers inlined, see ``inlining``)."""
-    from ad.transform import front
     from ad.transform.codegen import compile_primal, factory_module
 
     fr = front(f, closure_active, as_init, inline=inline)
@@ -463,11 +464,9 @@ def build_forward(
 
 def _readable(fn: ast.FunctionDef, filename: str, used: set[str]) -> str:
     """The generated pushforward as source, each statement with its source line."""
-    from ad.transform import _annotate
-
     lines = [f"# generated from {filename}", f"# helpers: {', '.join(sorted(used))}"]
     lines.append(f"def _ad_fwd({ast.unparse(fn.args)}):")
     body: list[str] = []
     for node in fn.body:
-        _annotate(node, body, 0)
+        annotate(node, body, 0)
     return "\n".join(lines + body)

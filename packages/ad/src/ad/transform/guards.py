@@ -14,7 +14,7 @@ from collections.abc import Callable
 from ad.transform._nodes import at
 from ad.transform._nodes import call as _call
 from ad.transform.activity import all_nodes, stored_names
-from ad.transform.anf import ITEM_UPDATE
+from ad.transform.anf_base import ITEM_UPDATE
 from ad.transform.writers import WRITER_PREFIX
 
 __all__ = [

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ad.transform._nodes import Z, at
 from ad.transform._nodes import assign as _assign
@@ -53,17 +52,13 @@ from ad.transform._nodes import const as _const
 from ad.transform._nodes import load as _ln
 from ad.transform.activity import param_names, stored_names
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ad.transform.reverse import _Gen
-
 __all__ = [
     "Track",
+    "Tracked",
     "WriteMarks",
     "ad_error_handler",
     "caught_check",
     "guard_with_body",
-    "tracked_block",
-    "try_or_with",
 ]
 
 _GTE, _EQ, _ISNOT = ast.GtE(), ast.Eq(), ast.IsNot()
@@ -89,103 +84,6 @@ def _compare(name: str, op: ast.cmpop, value: int, line: int) -> ast.expr:
 
 def _pass(line: int) -> ast.stmt:
     return at(ast.Pass(), line)
-
-
-def tracked_block(gen: _Gen, stmts: list[ast.stmt], depth: int) -> tuple[list, list]:
-    """``_Gen.block`` for a tracked block: progress after each statement with an
-    adjoint, each adjoint guarded by it (no fused regions: they record at once)."""
-    track = gen.track
-    assert track is not None
-    frame: list = [stmts, 0]
-    gen.frames.append(frame)
-    fwd: list[ast.stmt] = []
-    chunks: list[tuple[int, list[ast.stmt], int]] = []
-    checks: list[ast.stmt] = []
-    pg = ""
-    for i, s in enumerate(stmts):
-        frame[1] = i
-        n_stacks = len(gen.stacks)
-        f, b = gen.stmt(s, depth, False)
-        if not b:
-            fwd += f
-            continue
-        if not pg:
-            pg = gen.fresh("pg")
-            track.vars.append(pg)
-        k = len(chunks) + 1
-        line = getattr(s, "lineno", 0)
-        kind = type(s)
-        if kind is ast.With:
-            # Started once __enter__ returned (its target is bound): first in the body.
-            for node in f:
-                if type(node) is ast.With:
-                    node.body.insert(0, _assign(pg, _const(k, line), line))
-            fwd += f
-        elif kind is ast.If or kind is ast.Try:
-            fwd += [_assign(pg, _const(k, line), line), *f]
-        elif kind is ast.For or kind is ast.While:
-            fwd += [_assign(pg, _const(-k, line), line), *f, _assign(pg, _const(k, line), line)]
-            stop = _unfinished(gen, s, gen.stacks[n_stacks:], line)
-            checks.append(at(ast.If(_compare(pg, _EQ, -k, line), stop, []), line))
-        else:
-            fwd += [*f, _assign(pg, _const(k, line), line)]
-        chunks.append((k, b, line))
-    gen.frames.pop()
-    bwd = list(checks)
-    for k, b, line in reversed(chunks):
-        bwd.append(at(ast.If(_compare(pg, _GTE, k, line), b, []), line))
-    return fwd, bwd
-
-
-def _unfinished(
-    gen: _Gen, loop: ast.For | ast.While, stacks: list[str], line: int
-) -> list[ast.stmt]:
-    """The adjoint of a loop an exception left part-way: an error, unless nothing
-    the loop computed reaches the result. That is known outside loops (depth 0),
-    where the loop's tape entries are its own: no cotangent reached a variable it
-    assigned (``except ...: ys = []`` after ``ys = [f(v) for v in xs]``), and none
-    of its entries must run without one (``ad.runtime.control.stateful_in``); the adjoint
-    then skips it."""
-    raise_ = _raise_unfinished(gen, line)
-    if gen.track is None or gen.track.depth:
-        return [raise_]
-    assigned = sorted({n for n in stored_names(loop) if n in gen.active and n in gen.adjoints})
-    tests: list[ast.expr] = [
-        at(ast.Compare(_ln(d(n), line), [_ISNOT], [_ln(Z, line)]), line) for n in assigned
-    ]
-    if stacks:
-        tests.append(_call("_ad_stateful_in", *[_ln(st, line) for st in stacks], line=line))
-    if not tests:
-        return [_pass(line)]
-    test = tests[0] if len(tests) == 1 else at(ast.BoolOp(ast.Or(), tests), line)
-    return [at(ast.If(test, [raise_], []), line)]
-
-
-def _raise_unfinished(gen: _Gen, line: int) -> ast.stmt:
-    """``raise`` the error of a loop an exception left part-way (see the docstring)."""
-    kind, where = gen.track.owners[-1] if gen.track and gen.track.owners else ("try", line)
-    how = (
-        f"and the `try` at line {where} (or one around it) caught it"
-        if kind == "try"
-        else f"and the context manager of the `with` at line {where} suppressed it"
-    )
-    msg = (
-        f"{gen.filename}:{line}: in {gen.fname}: an exception left this loop after part of "
-        f"it had run, {how}, and what the loop computed is used after; the derivative "
-        "cannot replay part of a loop. To fix: put the try/except inside the loop body "
-        "(each iteration then finishes or fails whole), or test for the failing case "
-        "before the loop instead of catching the exception"
-    )
-    if gen.track is not None and gen.track.depth:
-        msg += " (or move the try out of the loop around it)"
-    error = _call(
-        "_ad_unfinished_loop",
-        _const(msg, line),
-        _const(gen.filename, line),
-        _const(line, line),
-        line=line,
-    )
-    return at(ast.Raise(error, None), line)
 
 
 def ad_error_handler(line: int) -> ast.ExceptHandler:
@@ -234,103 +132,202 @@ def guard_with_body(s: ast.With, body: list[ast.stmt], keep: str, line: int) -> 
     return [_assign(keep, _const(None, line), line), new, check]
 
 
-def _handler_var(gen: _Gen, track: Track, needed: bool) -> str:
-    if not needed:
-        return ""
-    h = gen.fresh("h")
-    track.vars.append(h)
-    return h
+class Tracked:
+    """``try`` and ``with``, for ``reverse._Gen`` (a base of it): the tracked blocks,
+    and the statements themselves."""
 
-
-def try_or_with(gen: _Gen, s: ast.Try | ast.With, depth: int, line: int) -> tuple[list, list]:
-    """The primal and the adjoint of a ``try`` or ``with`` statement."""
-    outer = gen.track
-    nested = outer is not None and outer.depth == depth
-    track = outer if nested else Track(depth)
-    assert track is not None
-    is_with = type(s) is ast.With
-    track.owners.append(("with" if is_with else "try", line))
-    gen.track = track
-    try:
-        if is_with:
-            fwd, bwd = _with(gen, s, depth, line)  # type: ignore[arg-type]
-        else:
-            fwd, bwd = _try(gen, s, depth, line, nested, outer)  # type: ignore[arg-type]
-    finally:
-        track.owners.pop()
-        gen.track = outer
-    if nested:
+    def tracked_block(self, stmts: list[ast.stmt], depth: int) -> tuple[list, list]:
+        """``_Gen.block`` for a tracked block: progress after each statement with an
+        adjoint, each adjoint guarded by it (no fused regions: they record at once)."""
+        track = self.track
+        assert track is not None
+        frame: list = [stmts, 0]
+        self.frames.append(frame)
+        fwd: list[ast.stmt] = []
+        chunks: list[tuple[int, list[ast.stmt], int]] = []
+        checks: list[ast.stmt] = []
+        pg = ""
+        for i, s in enumerate(stmts):
+            frame[1] = i
+            n_stacks = len(self.stacks)
+            f, b = self.stmt(s, depth, False)
+            if not b:
+                fwd += f
+                continue
+            if not pg:
+                pg = self.fresh("pg")
+                track.vars.append(pg)
+            k = len(chunks) + 1
+            line = getattr(s, "lineno", 0)
+            kind = type(s)
+            if kind is ast.With:
+                # Started once __enter__ returned (its target is bound): first in the body.
+                for node in f:
+                    if type(node) is ast.With:
+                        node.body.insert(0, _assign(pg, _const(k, line), line))
+                fwd += f
+            elif kind is ast.If or kind is ast.Try:
+                fwd += [_assign(pg, _const(k, line), line), *f]
+            elif kind is ast.For or kind is ast.While:
+                fwd += [_assign(pg, _const(-k, line), line), *f, _assign(pg, _const(k, line), line)]
+                stop = self._unfinished(s, self.stacks[n_stacks:], line)
+                checks.append(at(ast.If(_compare(pg, _EQ, -k, line), stop, []), line))
+            else:
+                fwd += [*f, _assign(pg, _const(k, line), line)]
+            chunks.append((k, b, line))
+        self.frames.pop()
+        bwd = list(checks)
+        for k, b, line in reversed(chunks):
+            bwd.append(at(ast.If(_compare(pg, _GTE, k, line), b, []), line))
         return fwd, bwd
-    # The root: every tracked variable starts at 0, and is kept once per run.
-    if track.vars:
-        zero = at(
-            ast.Assign([at(ast.Name(v, ast.Store()), line) for v in track.vars], _const(0, line)),
+
+    def _unfinished(
+        self, loop: ast.For | ast.While, stacks: list[str], line: int
+    ) -> list[ast.stmt]:
+        """The adjoint of a loop an exception left part-way: an error, unless nothing
+        the loop computed reaches the result. That is known outside loops (depth 0),
+        where the loop's tape entries are its own: no cotangent reached a variable it
+        assigned (``except ...: ys = []`` after ``ys = [f(v) for v in xs]``), and none
+        of its entries must run without one (``ad.runtime.control.stateful_in``); the adjoint
+        then skips it."""
+        raise_ = self._raise_unfinished(line)
+        if self.track is None or self.track.depth:
+            return [raise_]
+        assigned = sorted(
+            {n for n in stored_names(loop) if n in self.active and n in self.adjoints}
+        )
+        tests: list[ast.expr] = [
+            at(ast.Compare(_ln(d(n), line), [_ISNOT], [_ln(Z, line)]), line) for n in assigned
+        ]
+        if stacks:
+            tests.append(_call("_ad_stateful_in", *[_ln(st, line) for st in stacks], line=line))
+        if not tests:
+            return [_pass(line)]
+        test = tests[0] if len(tests) == 1 else at(ast.BoolOp(ast.Or(), tests), line)
+        return [at(ast.If(test, [raise_], []), line)]
+
+    def _raise_unfinished(self, line: int) -> ast.stmt:
+        """``raise`` the error of a loop an exception left part-way (see the docstring)."""
+        kind, where = self.track.owners[-1] if self.track and self.track.owners else ("try", line)
+        how = (
+            f"and the `try` at line {where} (or one around it) caught it"
+            if kind == "try"
+            else f"and the context manager of the `with` at line {where} suppressed it"
+        )
+        msg = (
+            f"{self.filename}:{line}: in {self.fname}: an exception left this loop after part of "
+            f"it had run, {how}, and what the loop computed is used after; the derivative "
+            "cannot replay part of a loop. To fix: put the try/except inside the loop body "
+            "(each iteration then finishes or fails whole), or test for the failing case "
+            "before the loop instead of catching the exception"
+        )
+        if self.track is not None and self.track.depth:
+            msg += " (or move the try out of the loop around it)"
+        error = _call(
+            "_ad_unfinished_loop",
+            _const(msg, line),
+            _const(self.filename, line),
+            _const(line, line),
+            line=line,
+        )
+        return at(ast.Raise(error, None), line)
+
+    def _handler_var(self, track: Track, needed: bool) -> str:
+        if not needed:
+            return ""
+        h = self.fresh("h")
+        track.vars.append(h)
+        return h
+
+    def try_or_with(self, s: ast.Try | ast.With, depth: int, line: int) -> tuple[list, list]:
+        """The primal and the adjoint of a ``try`` or ``with`` statement."""
+        outer = self.track
+        nested = outer is not None and outer.depth == depth
+        track = outer if nested else Track(depth)
+        assert track is not None
+        is_with = type(s) is ast.With
+        track.owners.append(("with" if is_with else "try", line))
+        self.track = track
+        try:
+            if is_with:
+                fwd, bwd = self._tracked_with(s, depth, line)  # type: ignore[arg-type]
+            else:
+                fwd, bwd = self._tracked_try(s, depth, line, nested, outer)  # type: ignore[arg-type]
+        finally:
+            track.owners.pop()
+            self.track = outer
+        if nested:
+            return fwd, bwd
+        # The root: every tracked variable starts at 0, and is kept once per run.
+        if track.vars:
+            zero = at(
+                ast.Assign(
+                    [at(ast.Name(v, ast.Store()), line) for v in track.vars], _const(0, line)
+                ),
+                line,
+            )
+            fwd = [zero, *fwd]
+        pops: list[ast.stmt] = []
+        for v in track.vars:
+            push, pop = self.record(v, depth, line)
+            fwd += push
+            pops += pop
+        return fwd, [*pops, *bwd]
+
+    def _tracked_with(self, s: ast.With, depth: int, line: int) -> tuple[list, list]:
+        bf, bb = self.block(s.body, depth, False)
+        fwd = guard_with_body(s, bf, self.fresh("we"), line)
+        target = s.items[0].optional_vars
+        names = [target.id] if isinstance(target, ast.Name) else []
+        # The target was bound (from __enter__, no derivative) before the body ran.
+        return fwd, [*bb, *self.reset(names, line)]
+
+    def _tracked_try(
+        self, s: ast.Try, depth: int, line: int, nested: bool, outer: Track | None
+    ) -> tuple[list, list]:
+        track = self.track
+        assert track is not None
+        # What runs after the body: closures defined in it see those bindings.
+        later: list[ast.stmt] = [_pass(line), *[x for h in s.handlers for x in h.body]]
+        later += [*s.orelse, *s.finalbody]
+        self.frames.append([later, 0])
+        bf, bb = self.block(s.body, depth, False)
+        self.frames.pop()
+        if not nested:  # the root's handlers, else and finally are not tracked
+            self.track = outer
+        self.frames.append([[_pass(line), *s.finalbody], 0])
+        handled = []
+        for h in s.handlers:
+            hf, hb = self.block(h.body, depth, False)
+            if h.name:  # bound when the handler started
+                hb = [*hb, *self.reset([h.name], h.lineno)]
+            handled.append((h, hf, hb))
+        of, ob = self.block(s.orelse, depth, False)
+        self.frames.pop()
+        ff, fb = self.block(s.finalbody, depth, False)
+        self.track = track
+        h_var = self._handler_var(track, bool(ob) or any(hb for _, _, hb in handled))
+        handlers: list[ast.ExceptHandler] = [ad_error_handler(line)] if handled else []
+        for i, (h, hf, _hb) in enumerate(handled, 1):
+            hl = h.lineno
+            body = [caught_check(hl), *([_assign(h_var, _const(i, hl), hl)] if h_var else []), *hf]
+            handlers.append(at(ast.ExceptHandler(h.type, h.name, body or [_pass(hl)]), hl))  # type: ignore[arg-type]
+        node = at(
+            ast.Try(
+                bf or [_pass(line)],
+                handlers,
+                of,
+                ff if (ff or handlers) else [_pass(line)],
+            ),
             line,
         )
-        fwd = [zero, *fwd]
-    pops: list[ast.stmt] = []
-    for v in track.vars:
-        push, pop = gen.record(v, depth, line)
-        fwd += push
-        pops += pop
-    return fwd, [*pops, *bwd]
-
-
-def _with(gen: _Gen, s: ast.With, depth: int, line: int) -> tuple[list, list]:
-    bf, bb = gen.block(s.body, depth, False)
-    fwd = guard_with_body(s, bf, gen.fresh("we"), line)
-    target = s.items[0].optional_vars
-    names = [target.id] if isinstance(target, ast.Name) else []
-    # The target was bound (from __enter__, no derivative) before the body ran.
-    return fwd, [*bb, *gen.reset(names, line)]
-
-
-def _try(
-    gen: _Gen, s: ast.Try, depth: int, line: int, nested: bool, outer: Track | None
-) -> tuple[list, list]:
-    track = gen.track
-    assert track is not None
-    # What runs after the body: closures defined in it see those bindings.
-    later: list[ast.stmt] = [_pass(line), *[x for h in s.handlers for x in h.body]]
-    later += [*s.orelse, *s.finalbody]
-    gen.frames.append([later, 0])
-    bf, bb = gen.block(s.body, depth, False)
-    gen.frames.pop()
-    if not nested:  # the root's handlers, else and finally are not tracked
-        gen.track = outer
-    gen.frames.append([[_pass(line), *s.finalbody], 0])
-    handled = []
-    for h in s.handlers:
-        hf, hb = gen.block(h.body, depth, False)
-        if h.name:  # bound when the handler started
-            hb = [*hb, *gen.reset([h.name], h.lineno)]
-        handled.append((h, hf, hb))
-    of, ob = gen.block(s.orelse, depth, False)
-    gen.frames.pop()
-    ff, fb = gen.block(s.finalbody, depth, False)
-    gen.track = track
-    h_var = _handler_var(gen, track, bool(ob) or any(hb for _, _, hb in handled))
-    handlers: list[ast.ExceptHandler] = [ad_error_handler(line)] if handled else []
-    for i, (h, hf, _hb) in enumerate(handled, 1):
-        hl = h.lineno
-        body = [caught_check(hl), *([_assign(h_var, _const(i, hl), hl)] if h_var else []), *hf]
-        handlers.append(at(ast.ExceptHandler(h.type, h.name, body or [_pass(hl)]), hl))  # type: ignore[arg-type]
-    node = at(
-        ast.Try(
-            bf or [_pass(line)],
-            handlers,
-            of,
-            ff if (ff or handlers) else [_pass(line)],
-        ),
-        line,
-    )
-    # Adjoint: finally, then the handler that ran (or else), then the body.
-    chain: list[ast.stmt] = []
-    cases = [(0, ob, line)] + [(i, hb, h.lineno) for i, (h, _hf, hb) in enumerate(handled, 1)]
-    for i, b, hl in reversed(cases):
-        if b:
-            chain = [at(ast.If(_compare(h_var, _EQ, i, hl), b, chain), hl)]
-    return [node], [*fb, *chain, *bb]
+        # Adjoint: finally, then the handler that ran (or else), then the body.
+        chain: list[ast.stmt] = []
+        cases = [(0, ob, line)] + [(i, hb, h.lineno) for i, (h, _hf, hb) in enumerate(handled, 1)]
+        for i, b, hl in reversed(cases):
+            if b:
+                chain = [at(ast.If(_compare(h_var, _EQ, i, hl), b, chain), hl)]
+        return [node], [*fb, *chain, *bb]
 
 
 #: The helpers that write into their first argument (``anf``, ``protocols``).

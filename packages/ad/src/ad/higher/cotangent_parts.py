@@ -1,0 +1,56 @@
+"""Cotangents of the parts of forward mode's calls, as the nested rules build them.
+
+A forward-mode call takes a tuple of tangents ``ts`` and returns a pair
+``(y, ẏ)``; reverse mode over it needs the cotangent of that tuple from its
+entries' (``_tangents_ct``), the cotangents of the pair's entries
+(``_pair``), of one keyword argument (``kw_entry``), and of a function from its
+generated pushforward's (``_closure_ct``). ``_is_zero`` tells a structural zero.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from ad.runtime.cotangents import entries
+from rulescore import AbstractZero, Tangent, ZeroTangent, unthunk
+
+__all__ = ["kw_entry"]
+
+_Z = ZeroTangent()
+_TupleT = Tangent[tuple]
+
+
+def _is_zero(x: Any) -> bool:
+    return isinstance(x, AbstractZero)
+
+
+def _pair(ct: Any) -> tuple[Any, Any]:
+    """The cotangents of ``(y, ẏ)`` from the cotangent of the pair."""
+    return entries(ct, 2, "the (value, tangent) pair of a forward-mode call")
+
+
+def kw_entry(ct: Any, key: Any) -> Any:
+    """The cotangent of ``d[key]`` from that of a dict ``d`` (zero where absent)."""
+    ct = unthunk(ct)
+    if _is_zero(ct):
+        return _Z
+    b = ct._backing if isinstance(ct, Tangent) else ct
+    return b.get(key, _Z) if isinstance(b, dict) else _Z
+
+
+def _tangents_ct(cts: tuple) -> Any:
+    """The cotangent of a tuple of tangents, from its entries' cotangents."""
+    if all(_is_zero(c) for c in cts):
+        return _Z
+    return _TupleT._from_backing(tuple(cts))
+
+
+def _closure_ct(gen_ct: Any, own: frozenset) -> Any:
+    """The cotangent of a function from its generated pushforward's (same cells)."""
+    gen_ct = unthunk(gen_ct)
+    if _is_zero(gen_ct) or not isinstance(gen_ct, Tangent):
+        return _Z
+    b = gen_ct._backing
+    fields = {k: v for k, v in b.items() if k in own and not _is_zero(v)}
+    return Tangent[types.FunctionType]._from_backing(fields) if fields else _Z

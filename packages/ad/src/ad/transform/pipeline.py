@@ -1,0 +1,148 @@
+"""The front of the pipeline, shared by reverse and forward mode: source to activity.
+
+``front`` runs source -> protocols -> fence -> desugar -> anf -> inlining ->
+holders -> activity on one function and returns a ``Front``: the ANF body, the
+names that may carry a derivative, and what the names it reads resolve to now
+(plain builtins, plain Python functions without rules). The reverse pass
+(``build``) and the forward pass (``forward``) generate code from it.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import types
+from dataclasses import dataclass
+
+from ad.transform.activity import NONDIFF_BUILTINS, active_names, param_names, read_and_stored
+from ad.transform.anf import normalize
+from ad.transform.desugar import desugar
+from ad.transform.fence import check_supported
+from ad.transform.holders import follow_holders
+from ad.transform.inlining import inline_helpers
+from ad.transform.protocols import explicit_protocols
+from ad.transform.source import get_source
+from ad.transform.source_registry import constant_freevars
+from ad.transform.writers import spelled_as_rebinding
+from rulescore import rrule
+
+__all__ = ["Front", "front", "returning_self"]
+
+_RULE_TABLE = rrule.table._rules
+
+
+@dataclass(frozen=True)
+class Front:
+    """The shared front of the pipeline: ANF body, active names, plain builtins, the
+    names of plain Python functions it calls (see ``reverse.generate``), and every
+    name the ANF body reads."""
+
+    anf: ast.FunctionDef
+    active: set[str]
+    plain: frozenset[str]
+    filename: str
+    callees: frozenset[str] = frozenset()
+    reads: frozenset[str] = frozenset()
+    #: ``((name, function), ...)``: the helpers inlined (see ``inlining``)
+    guards: tuple = ()
+
+
+def front(
+    f: types.FunctionType,
+    closure_active: bool,
+    as_init: bool | int = False,
+    inactive: int = 0,
+    inline: bool = True,
+    star_calls: bool = False,
+) -> Front:
+    """source -> fence -> desugar -> anf -> inlining -> holders -> activity, shared
+    by reverse and forward mode.
+
+    The positional parameters at the set bits of ``inactive`` are no seeds.
+    ``inline``: inline the small helpers ``f`` calls (see ``inlining``).
+    ``star_calls``: keep ``f(a, *b)`` a call (see ``anf.normalize``)."""
+    src = get_source(f)
+    tree = check_supported(spelled_as_rebinding(explicit_protocols(src.tree, f), f), src.filename)
+    anf = normalize(desugar(tree), src.filename, star_calls)
+    written_roots = anf.written_roots  # type: ignore[attr-defined]
+    if as_init:
+        anf = returning_self(anf, int(as_init) - 1)
+    freevars = f.__code__.co_freevars
+    if closure_active:
+        # Runtime helpers that generated code reads are constants, not user data.
+        freevars = tuple(v for v in freevars if v not in constant_freevars(f.__code__))
+    seeds = set(param_names(anf)) | (set(freevars) if closure_active else set())
+    if inactive:
+        a = anf.args
+        positional = [p.arg for p in a.posonlyargs + a.args]
+        seeds -= {name for i, name in enumerate(positional) if inactive >> i & 1}
+    seeds |= written_roots  # a.b[i] = v: what a holds may carry a derivative from here
+    plain, callees, reads = _resolved_names(f, anf)
+    guards: tuple = ()
+    if inline and callees:
+        anf, guards = inline_helpers(anf, f, callees)
+        if guards:
+            plain, callees, reads = _resolved_names(f, anf)
+    followed, seeds = follow_holders(anf, seeds, plain, f, src.filename)
+    if followed is not anf:
+        anf, reads = followed, reads | {"_ad_follow", "_ad_unfollowed", "_ad_unfollowed_call"}
+    active = active_names(anf, seeds, plain)
+    return Front(anf, active, plain, src.filename, callees, reads, guards)
+
+
+def returning_self(fn: ast.FunctionDef, index: int = 0) -> ast.FunctionDef:
+    """A copy of an ANF ``__init__`` whose every ``return`` returns ``self``
+    (its first parameter): a constructor's output is the object it built.
+    ``index``: another positional parameter is the output (a descriptor's
+    ``__set__(self, obj, value)`` updates its second)."""
+    a = fn.args
+    first = (a.posonlyargs + a.args)[index].arg
+
+    def rewrite(stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for st in stmts:
+            if isinstance(st, ast.Return):
+                name = ast.Name(id=first, ctx=ast.Load(), lineno=st.lineno, col_offset=0)
+                out.append(ast.Return(value=name, lineno=st.lineno, col_offset=0))
+            elif isinstance(st, (ast.If, ast.For, ast.While)):
+                new = copy.copy(st)
+                new.body = rewrite(st.body)
+                new.orelse = rewrite(st.orelse)
+                out.append(new)
+            else:
+                out.append(st)
+        return out
+
+    new = copy.copy(fn)
+    new.body = rewrite(fn.body)
+    return new
+
+
+def _resolved_names(
+    f: types.FunctionType, anf: ast.FunctionDef
+) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """The names ``anf`` reads but never binds that resolve, now, to non-differentiable
+    builtins, and to plain Python functions without rules (globals or captured); and
+    every name ``anf`` reads."""
+    read, assigned = read_and_stored(anf)
+    assigned |= set(param_names(anf))
+    freevars = f.__code__.co_freevars
+    cells = dict(zip(freevars, f.__closure__ or ()))
+    plain, callees = set(), set()
+    for name in read - assigned:
+        if name in cells:
+            try:
+                value = cells[name].cell_contents
+            except ValueError:  # an empty cell
+                continue
+        elif name in NONDIFF_BUILTINS:
+            value = f.__globals__.get(name, getattr(builtins, name, None))
+            if value is getattr(builtins, name, None):
+                plain.add(name)
+            continue
+        else:
+            value = f.__globals__.get(name)
+        if type(value) is types.FunctionType and value not in _RULE_TABLE:
+            callees.add(name)
+    return frozenset(plain), frozenset(callees), frozenset(read)
