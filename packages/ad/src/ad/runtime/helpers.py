@@ -50,7 +50,7 @@ from ad.runtime.rules_objects import (
 )
 from ad.runtime.star_calls import rcall_star
 from ad.runtime.state import Stateful, follow, unfollowed, unfollowed_call
-from ad.runtime.writers import in_place, writer
+from ad.runtime.writers import in_place, method_form, writer
 from ad.transform import bindings
 from ad.transform.anf_base import BINOPS, UNARYOPS
 
@@ -85,6 +85,7 @@ HELPERS: dict[str, Any] = {
     "_ad_setitem": setitem,
     # numpy's in-place functions (transform.writers)
     "_ad_writer": writer,
+    "_ad_method_form": method_form,
     "_ad_in_place": in_place,
     "_ad_append": append,
     "_ad_next": _rules_iteration.next_of,

@@ -15,6 +15,17 @@ hold the old array), differentiate it through the functional form's rules,
 and run an undifferentiated one in place (``_ad_in_place``), so that views
 and other names see the write as in plain Python.
 
+An ndarray method that writes its array, ``a.fill(v)``, ``a.sort()``,
+``a.partition(k)`` or ``a.put(idx, v)``, is spelled the same way when ``a``
+holds an ndarray; the statement runs as written otherwise (``a`` may be a list
+or an object of the user's with a method of that name)::
+
+    if _ad_isinstance(a, _ad_np.ndarray):
+        _ad_wf1 = _ad_method_form("fill")
+        a = _ad_wf1(a, v)
+    else:
+        a.fill(v)
+
 The same holds for a numpy call's ``out=c`` (a ufunc, ``np.dot``, a
 reduction): ``np.multiply(a, b, out=c)`` as a statement, or as the value of
 an assignment, becomes ``c = copyto(c, np.multiply(a, b))`` (numpy's
@@ -23,7 +34,8 @@ an assignment, becomes ``c = copyto(c, np.multiply(a, b))`` (numpy's
 Rewritten: a call statement (or a single-target assignment, for ``out=``)
 whose function is a name or a dotted name that the function neither binds nor
 receives, resolving *now* to such a numpy function, and whose written array
-is a plain name. Anything else runs as before (``ad.runtime.plain_calls`` refuses a
+is a plain name; a method call statement ``a.<method>(...)`` on a name the
+function binds or receives. Anything else runs as before (``ad.runtime.plain_calls`` refuses a
 write it cannot follow, naming the line).
 
 >>> import numpy as np, ad
@@ -45,11 +57,14 @@ from typing import Any
 from ad.transform.holders import LOCAL, UNBOUND, name_resolver
 from rules.functional import functional_form
 
-__all__ = ["WRITER_PREFIX", "in_place_form", "spelled_as_rebinding"]
+__all__ = ["ARRAY_WRITER_METHODS", "WRITER_PREFIX", "in_place_form", "spelled_as_rebinding"]
 
 #: The names ``_ad_wf<n>`` bind a writer's functional form (``guards`` and the
 #: generators recognise the rebinding by it).
 WRITER_PREFIX = "_ad_wf"
+
+#: ndarray methods that write their array (``ad.runtime.writers.method_form``).
+ARRAY_WRITER_METHODS = frozenset(["fill", "partition", "put", "sort"])
 
 #: numpy's ``copyto`` in generated code (``_ad_np`` is numpy, ``ad.runtime.helpers``).
 _COPYTO = ast.Attribute(ast.Name("_ad_np", ast.Load()), "copyto", ast.Load())
@@ -124,6 +139,8 @@ def _rewritten(s: ast.stmt, resolve: Any, counter: Any) -> list[ast.stmt] | None
         return None
     if any(k.arg is None for k in e.keywords):
         return None
+    if result is None and _array_method(e, resolve):
+        return [_method_rebinding(s, e, counter)]
     out = [k for k in e.keywords if k.arg == "out"]
     if out:
         written = _out_name(out[0].value)
@@ -133,7 +150,7 @@ def _rewritten(s: ast.stmt, resolve: Any, counter: Any) -> list[ast.stmt] | None
         rest = [k for k in e.keywords if k.arg not in ("out", "where")]
         where = [k for k in e.keywords if k.arg == "where"]
         value = ast.copy_location(ast.Call(e.func, e.args, rest), e)
-        stmts = _rebinding(written, _COPYTO, [value], where, s, counter)
+        stmts = _rebinding(written, _writer_of(_COPYTO, s), [value], where, s, counter)
         if result is not None:
             stmts.append(ast.copy_location(ast.Assign([result], _name(written.id, s)), s))
         return stmts
@@ -142,20 +159,51 @@ def _rewritten(s: ast.stmt, resolve: Any, counter: Any) -> list[ast.stmt] | None
     fn = resolve(e.func)
     if fn is None or functional_form(fn) is None:
         return None
-    return _rebinding(e.args[0], e.func, e.args[1:], e.keywords, s, counter)
+    return _rebinding(e.args[0], _writer_of(e.func, s), e.args[1:], e.keywords, s, counter)
+
+
+def _array_method(e: ast.Call, resolve: Any) -> bool:
+    """``a.<method>(...)`` for an ndarray method that writes ``a``, ``a`` a name the
+    function binds or receives (a captured or global one is not rebound here)."""
+    f = e.func
+    return (
+        isinstance(f, ast.Attribute)
+        and f.attr in ARRAY_WRITER_METHODS
+        and isinstance(f.value, ast.Name)
+        and resolve(f.value) is None
+    )
+
+
+def _method_rebinding(s: ast.stmt, e: ast.Call, counter: Any) -> ast.If:
+    """``if a is an ndarray: <a's rebinding to the method's form> else: <s>``."""
+    f = e.func
+    assert isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+    written = f.value
+    is_array = ast.Call(
+        _name("_ad_isinstance", s),
+        [_name(written.id, s), ast.Attribute(_name("_ad_np", s), "ndarray", ast.Load())],
+        [],
+    )
+    form = ast.Call(_name("_ad_method_form", s), [ast.Constant(f.attr)], [])
+    body = _rebinding(written, form, e.args, e.keywords, s, counter)
+    return ast.copy_location(ast.If(ast.copy_location(is_array, s), body, [s]), s)
+
+
+def _writer_of(func: ast.expr, like: ast.stmt) -> ast.Call:
+    """``_ad_writer(func)``: the functional form of numpy's in-place ``func``."""
+    return ast.Call(_name("_ad_writer", like), [func], [])
 
 
 def _rebinding(
     written: ast.Name,
-    func: ast.expr,
+    form: ast.expr,
     args: list[ast.expr],
     keywords: list[ast.keyword],
     like: ast.stmt,
     counter: Any,
 ) -> list[ast.stmt]:
-    """``_ad_wf<n> = _ad_writer(func)``; ``written = _ad_wf<n>(written, *args, **keywords)``."""
+    """``_ad_wf<n> = form``; ``written = _ad_wf<n>(written, *args, **keywords)``."""
     wf = f"{WRITER_PREFIX}{next(counter)}"
-    form = ast.Call(_name("_ad_writer", like), [func], [])
     call = ast.Call(_name(wf, like), [_name(written.id, like), *args], keywords)
     return [
         ast.copy_location(ast.Assign([_name(wf, like, True)], ast.copy_location(form, like)), like),
