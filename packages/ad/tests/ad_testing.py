@@ -94,14 +94,14 @@ def rules_path() -> Iterator[None]:
 
 def general_gradient(f: Any, *args: Any) -> Any:
     """``ad.gradient`` with the operators' array fast paths off (the rules' path)."""
-    from ad.runtime import lean_rules as _fast
+    from ad.runtime.scalar_paths import FLAGS
 
-    saved = _fast.FLAGS.arrays, _fast.FLAGS.scalar_arrays
-    _fast.FLAGS.arrays = _fast.FLAGS.scalar_arrays = frozenset()
+    saved = FLAGS.arrays, FLAGS.scalar_arrays
+    FLAGS.arrays = FLAGS.scalar_arrays = frozenset()
     try:
         return ad.gradient(f, *args)
     finally:
-        _fast.FLAGS.arrays, _fast.FLAGS.scalar_arrays = saved
+        FLAGS.arrays, FLAGS.scalar_arrays = saved
 
 
 #: For tests that an in-place path fires: reference counts are trusted only on the

@@ -8,7 +8,7 @@ import importlib.util
 import itertools
 import textwrap
 
-from ad.runtime.lean_rules import FLAGS
+from ad.runtime.scalar_paths import FLAGS
 from ad.transform.build import _CELLS
 
 _counter = itertools.count()

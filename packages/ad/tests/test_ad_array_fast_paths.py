@@ -1,6 +1,6 @@
 """The array fast paths of the runtime give exactly what the rules give.
 
-``_fast`` handles a Python number with a float array (``2.0 * x``, ``1.0 - x``,
+``array_arithmetic`` handles a Python number with a float array (``2.0 * x``, ``1.0 - x``,
 ``x / n``) without dispatch; ``acc`` adds into a thunk's value in place when the
 thunk is provably not shared. Each test compares against the general path (the
 fast path switched off) bit for bit, and checks that no shared array is mutated.
@@ -13,19 +13,19 @@ import pytest
 from ad_testing import in_place
 
 import ad
-from ad.runtime import lean_rules as _fast
+from ad.runtime import array_arithmetic, scalar_paths
 from ad.runtime.accumulate import acc
 from rulescore import InplaceableThunk, Thunk, unthunk
 
 
 def _general(f, *args):
     """``ad.gradient`` with the number-and-array fast paths off."""
-    saved = _fast.FLAGS.scalar_arrays
-    _fast.FLAGS.scalar_arrays = frozenset()
+    saved = scalar_paths.FLAGS.scalar_arrays
+    scalar_paths.FLAGS.scalar_arrays = frozenset()
     try:
         return ad.gradient(f, *args)
     finally:
-        _fast.FLAGS.scalar_arrays = saved
+        scalar_paths.FLAGS.scalar_arrays = saved
 
 
 def mul_left(x):
@@ -100,7 +100,7 @@ def test_number_cotangent_is_the_sum():
 )
 def test_odd_cotangents_go_through_the_rule(op, a, b):
     # A thunk or a cotangent of another dtype takes the rule's pullback.
-    helper = _fast.FAST_HELPERS["_ad_fasti_" + op.__name__]
+    helper = array_arithmetic.FAST_HELPERS["_ad_fasti_" + op.__name__]
     y, pb = helper(a, b)
     assert callable(pb)
     from rulescore import rrule

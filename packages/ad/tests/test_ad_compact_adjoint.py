@@ -1,7 +1,7 @@
 """The compact generated code for inlined arithmetic gives what the long form gave.
 
 The primal tests its operands with one comparison (``type(a) is _ad_FP.mul is
-type(b)``, see ``ad.runtime.lean_rules.FLOAT_PATHS``); the adjoint reads float partials
+type(b)``, see ``ad.runtime.scalar_paths.FLOAT_PATHS``); the adjoint reads float partials
 inline and hands any other tape entry of ``*`` or ``** n`` to ``mul_adjoint`` /
 ``pow_adjoint``: a list of float arrays (the same partials, elementwise, the last
 product written into a dead buffer) or a pullback. Values
@@ -19,9 +19,9 @@ import pytest
 from ad_testing import general_gradient, in_place, plain_targets, same_bits
 
 import ad
-from ad.runtime import lean_rules as _fast
+from ad.runtime import scalar_paths
 from ad.runtime.inline_arithmetic import mul_adjoint, pow_adjoint
-from ad.runtime.lean_rules import FLOAT_PATHS, _refresh
+from ad.runtime.scalar_paths import FLOAT_PATHS, _refresh
 
 # --- the helpers on list entries and pullbacks --------------------------------------
 
@@ -229,9 +229,9 @@ def test_float_paths_follow_the_flags():
     """With the built-in rules every inline float path is on; off (as ``_refresh``
     sets it when a rule for float products is registered, see the next test), the
     general path gives the same values."""
-    assert all(getattr(FLOAT_PATHS, op) is float for op in _fast._OPERATORS)
+    assert all(getattr(FLOAT_PATHS, op) is float for op in scalar_paths._OPERATORS)
     expected = ad.gradient(_scalar, 1.5, 2.5)
-    FLOAT_PATHS.mul = _fast._NoFastPath
+    FLOAT_PATHS.mul = scalar_paths._NoFastPath
     try:
         assert ad.gradient(_scalar, 1.5, 2.5) == expected
     finally:

@@ -526,7 +526,7 @@ def test_a_user_rule_turns_fusion_off(tmp_path):
             """
             import numpy as np
             import ad
-            from ad.runtime.lean_rules import FLAGS
+            from ad.runtime.scalar_paths import FLAGS
             from rulescore import NoTangent, rrule
 
             def f(x):

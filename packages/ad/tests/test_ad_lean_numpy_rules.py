@@ -3,7 +3,7 @@
 ``rcall`` caches, per function and argument types, the callable it runs; for
 float64 arrays and the ``rules`` package's own rules it may cache a leaner one
 (``ad.runtime.lean_rules.lean_rule``): unary ufuncs, whole-array ``np.sum``/``np.mean`` and
-2-d/1-d ``matmul``. The bias-add pullback of ``_fast`` has a lean path too, and
+2-d/1-d ``matmul``. The bias-add pullback of ``array_arithmetic`` has a lean path too, and
 the generated primal drops dead temporaries. Each test compares, bit for bit,
 the lean result with the rule's own (``rulescore.rrule``), for the cotangents
 the lean path handles and for those it hands back to the rule.
@@ -16,7 +16,7 @@ import pytest
 from ad_testing import general_gradient, in_place, rules_path, same_bits
 
 import ad
-from ad.runtime import lean_rules as _fast
+from ad.runtime import array_arithmetic, lean_rules
 from ad.runtime.reverse import _RULE_CACHE, rcall
 from rules.extension import HOLOMORPHIC, OUTPUT_ONLY
 from rulescore import NoTangent, Thunk, ZeroTangent, rrule, unthunk
@@ -153,7 +153,7 @@ def test_bias_add_pullback_matches_the_rule(op, bias_first):
     rng = np.random.default_rng(4)
     m, v = rng.normal(size=(6, 5)), rng.normal(size=5)
     a, b = (v, m) if bias_first else (m, v)
-    fasti = _fast.fasti_add if op is operator.add else _fast.fasti_sub
+    fasti = array_arithmetic.fasti_add if op is operator.add else array_arithmetic.fasti_sub
     y, pb = fasti(a, b)
     y0, pb0 = rrule(op, a, b)
     same_bits(y, y0)
@@ -353,7 +353,11 @@ def test_a_loop_tape_holds_small_pullbacks():
 
     per_step = (held(150) - held(50)) / 100
     assert per_step < 1000, per_step
-    for s in (_fast._MatmulPullback, _fast._OutputOnlyPullback, _fast._UnaryPullback):
+    for s in (
+        lean_rules._MatmulPullback,
+        lean_rules._OutputOnlyPullback,
+        lean_rules._UnaryPullback,
+    ):
         assert s.__slots__ == ()  # no per-instance dict
 
 
@@ -387,17 +391,17 @@ def test_a_dying_temporary_receives_an_add_or_sub():
 @in_place
 def test_add_into_writes_into_an_operand_only_the_caller_holds():
     a, b = np.arange(4.0), np.ones(4)
-    y, pb = _fast.fasti_add_into(a, b, 1)  # only this frame's `a` holds it
+    y, pb = array_arithmetic.fasti_add_into(a, b, 1)  # only this frame's `a` holds it
     assert y is a and pb is None
     np.testing.assert_array_equal(y, np.arange(4.0) + 1)
     c = np.arange(4.0)
     held = [c]
-    y, pb = _fast.fasti_sub_into(b, c, 2)  # also held by a list: a new array
+    y, pb = array_arithmetic.fasti_sub_into(b, c, 2)  # also held by a list: a new array
     assert y is not c and pb is None
     np.testing.assert_array_equal(held[0], np.arange(4.0))
     np.testing.assert_array_equal(y, 1 - np.arange(4.0))
     v = np.arange(6.0)[::2]  # a view: not its own memory
-    assert _fast.fasti_add_into(v, np.ones(3), 1)[0] is not v
+    assert array_arithmetic.fasti_add_into(v, np.ones(3), 1)[0] is not v
 
 
 @in_place
@@ -434,7 +438,9 @@ def test_a_single_use_output_only_pullback_reuses_the_output(f):
 def test_a_dying_matrix_gets_a_new_array_for_its_bias_add(op):
     """Measured: writing ``x @ W + b`` into ``x @ W``'s buffer made the large MLP
     10% slower, so a bias add is not written into its dying operand."""
-    into = _fast.fasti_add_into if op is operator.add else _fast.fasti_sub_into
+    into = (
+        array_arithmetic.fasti_add_into if op is operator.add else array_arithmetic.fasti_sub_into
+    )
     rng = np.random.default_rng(10)
     M, v, s = rng.normal(size=(6, 5)), rng.normal(size=5), rng.normal(size=(6, 5))
     want_y, want_pb = rrule(op, M.copy(), v)
@@ -454,7 +460,7 @@ def test_small_products_are_eager_and_large_ones_lazy(shapes):
     got = pb(s)
     assert all(type(c) is np.ndarray for c in got[1:])  # small: computed at once
     same_bits(got, rrule(operator.matmul, a, b)[1](s))
-    n = _fast.EAGER_MATMUL_ENTRIES
+    n = lean_rules.EAGER_MATMUL_ENTRIES
     big_a, big_b = np.ones((n, 2)), np.ones((2, 3))
     y, pb = _lean(operator.matmul, big_a, big_b)
     assert all(isinstance(c, Thunk) for c in pb(np.ones(y.shape))[1:])

@@ -28,7 +28,7 @@ import pytest
 from ad_testing import fd_gradient
 
 import ad
-from ad.runtime import plain_calls as _plain_calls
+from ad.runtime import library_code
 
 HERE = re.escape(__file__)
 log = logging.getLogger("ad.tests.nonnumeric")
@@ -331,14 +331,14 @@ def test_library_calling_back_into_user_code_is_an_error():
 
 
 def test_opaque_results_are_not_derivative_free():
-    assert not _plain_calls.derivative_free(iter([1.0]))
-    assert not _plain_calls.derivative_free(zip([1.0], [2.0]))
-    assert not _plain_calls.derivative_free(map(str, [1.0]))
-    assert not _plain_calls.derivative_free(["a", 1.5])
-    assert not _plain_calls.derivative_free(np.array([1.0]))
-    assert not _plain_calls.derivative_free(np.array([1.0 + 0j], dtype=object))
-    assert _plain_calls.derivative_free(("a", 1, None, {"k": [True]}, np.array([1, 2])))
-    assert _plain_calls.derivative_free(np.random.default_rng(0))
+    assert not library_code.derivative_free(iter([1.0]))
+    assert not library_code.derivative_free(zip([1.0], [2.0]))
+    assert not library_code.derivative_free(map(str, [1.0]))
+    assert not library_code.derivative_free(["a", 1.5])
+    assert not library_code.derivative_free(np.array([1.0]))
+    assert not library_code.derivative_free(np.array([1.0 + 0j], dtype=object))
+    assert library_code.derivative_free(("a", 1, None, {"k": [True]}, np.array([1, 2])))
+    assert library_code.derivative_free(np.random.default_rng(0))
 
     def f(x):
         return sum(itertools.repeat(x, 2))  # an iterator holding x
@@ -348,10 +348,10 @@ def test_opaque_results_are_not_derivative_free():
 
 
 def test_only_the_standard_library_runs_plainly():
-    assert _plain_calls.is_library_function(logging.Logger.debug)
-    assert _plain_calls.is_library_function(json.dumps)
-    assert not _plain_calls.is_library_function(logs_and_formats)
-    assert not _plain_calls.is_library_function(fd_gradient)  # a test helper, not stdlib
+    assert library_code.is_library_function(logging.Logger.debug)
+    assert library_code.is_library_function(json.dumps)
+    assert not library_code.is_library_function(logs_and_formats)
+    assert not library_code.is_library_function(fd_gradient)  # a test helper, not stdlib
 
 
 # --- numpy scalars are floats ---------------------------------------------------------------
@@ -494,7 +494,7 @@ def _scalar_helper_2(x, y):
 
 
 def test_float64_scalars_take_the_fast_path(monkeypatch):
-    """The numpy-scalar paths of ad.runtime.lean_rules serve np.float64 arithmetic and math.sin: with
+    """The numpy-scalar paths of ad.runtime.scalar_paths serve np.float64 arithmetic and math.sin: with
     the rules' dispatch made to fail, the gradient is still computed."""
 
     def loop(x):

@@ -1,6 +1,6 @@
 """The cotangent of a whole-array sum or mean is a read-only uniform array.
 
-``_fast.uniform(v, shape)`` is a zero-strided view of one float64 number (eight
+``lean_rules.uniform(v, shape)`` is a zero-strided view of one float64 number (eight
 bytes for any shape). The lean ``np.sum``/``np.mean`` pullback returns one for
 256 entries or more; scaling by a number keeps it uniform; every in-place path
 leaves it alone; ``to_user`` hands the caller an array of its own. Values are
@@ -14,23 +14,23 @@ import pytest
 from ad_testing import same_bits
 
 import ad
-from ad.runtime import lean_rules as _fast
+from ad.runtime import array_arithmetic, lean_rules
 from ad.runtime.reverse import rcall
 from rulescore import NoTangent, rrule
 
-N = _fast.UNIFORM_MIN_SIZE
+N = lean_rules.UNIFORM_MIN_SIZE
 
 
 def test_uniform_is_a_read_only_view_of_one_number():
-    u = _fast.uniform(2.5, (3, 4))
+    u = lean_rules.uniform(2.5, (3, 4))
     assert u.shape == (3, 4) and u.dtype == np.float64
     assert not u.flags.writeable and u.strides == (0, 0) and u.nbytes == 96
     assert np.array_equal(u, np.full((3, 4), 2.5))
     with pytest.raises(ValueError, match="read-only"):
         u[0, 0] = 1.0
-    assert _fast.is_uniform(u)
-    assert not _fast.is_uniform(np.full((3, 4), 2.5))
-    assert not _fast.is_uniform(np.broadcast_to(np.arange(4.0), (3, 4)))
+    assert lean_rules.is_uniform(u)
+    assert not lean_rules.is_uniform(np.full((3, 4), 2.5))
+    assert not lean_rules.is_uniform(np.broadcast_to(np.arange(4.0), (3, 4)))
 
 
 @pytest.mark.parametrize("f", [np.sum, np.mean])
@@ -43,7 +43,7 @@ def test_lean_reduction_pullback_is_uniform_from_the_threshold_on(f, shape):
     for s in (1.0, np.float64(-2.5)):
         ct = pb(s)
         same_bits(np.array(ct[1]), pb0(s)[1])
-        assert _fast.is_uniform(ct[1]) == (x.size >= N)
+        assert lean_rules.is_uniform(ct[1]) == (x.size >= N)
 
 
 # number / array has no scalar-array fast path
@@ -54,12 +54,12 @@ SCALINGS = [(op, first) for op in (operator.mul, operator.add, operator.sub) for
 def test_scaling_a_uniform_cotangent_keeps_it_uniform(op, number_first):
     x = np.random.default_rng(1).normal(size=N)
     args = (3.0, x) if number_first else (x, 3.0)
-    y, pb = _fast.FAST_HELPERS["_ad_fasti_" + op.__name__.strip("_")](*args)
-    u = _fast.uniform(0.75, x.shape)
+    y, pb = array_arithmetic.FAST_HELPERS["_ad_fasti_" + op.__name__.strip("_")](*args)
+    u = lean_rules.uniform(0.75, x.shape)
     got, want = pb(u), pb(np.array(u))
     same_bits(tuple(np.array(c) if isinstance(c, np.ndarray) else c for c in got), want)
     array_ct = got[2] if number_first else got[1]
-    assert _fast.is_uniform(array_ct)
+    assert lean_rules.is_uniform(array_ct)
 
 
 def _square_plus_sum(x):
@@ -160,7 +160,7 @@ def test_a_power_takes_a_uniform_cotangent_in_one_product(n, v):
     from ad.runtime.inline_arithmetic import pow_adjoint
 
     a = np.random.default_rng(3).normal(size=(N, 3))
-    u = _fast.uniform(v, a.shape)
+    u = lean_rules.uniform(v, a.shape)
     _, got, _ = pow_adjoint([a], u, n)
     _, want, _ = pow_adjoint([a], np.array(u), n)  # a writable, dense cotangent
     assert type(got) is np.ndarray and got.flags.writeable and got.shape == a.shape
@@ -176,7 +176,7 @@ def test_a_float32_power_keeps_the_dense_path_and_its_dtype():
     from ad.runtime.inline_arithmetic import pow_adjoint
 
     a = np.random.default_rng(4).normal(size=N).astype(np.float32)
-    _, got, _ = pow_adjoint([a], _fast.uniform(2.0, a.shape), 2)
+    _, got, _ = pow_adjoint([a], lean_rules.uniform(2.0, a.shape), 2)
     assert got.dtype == np.float64  # float64 cotangent times float32 partial, as numpy
     same_bits(got, 2.0 * (2 * a).astype(np.float64))
 
@@ -202,7 +202,7 @@ def test_a_product_takes_a_uniform_cotangent_of_ones_as_read_only_views(used):
 
     rng = np.random.default_rng(6)
     b, a = rng.normal(size=(N, 2)), rng.normal(size=(N, 2))
-    _, da, db = mul_adjoint([b, a], _fast.uniform(1.0, a.shape), used)
+    _, da, db = mul_adjoint([b, a], lean_rules.uniform(1.0, a.shape), used)
     for got, factor, bit in ((da, b, 1), (db, a, 2)):
         if not used & bit:
             assert got is None
@@ -210,7 +210,7 @@ def test_a_product_takes_a_uniform_cotangent_of_ones_as_read_only_views(used):
         assert got.base is factor and not got.flags.writeable
         same_bits(got, factor)
     # any other value, or a writable array of ones, is multiplied out as before
-    for s in (_fast.uniform(2.0, a.shape), np.ones(a.shape)):
+    for s in (lean_rules.uniform(2.0, a.shape), np.ones(a.shape)):
         _, da, db = mul_adjoint([b, a], s, 3)
         assert da.base is None and da.flags.writeable
         same_bits(da, np.array(s) * b)
@@ -236,7 +236,7 @@ def test_a_float32_product_is_multiplied_out():
     from ad.runtime.inline_arithmetic import mul_adjoint
 
     b = np.arange(N, dtype=np.float32)
-    _, da, _ = mul_adjoint([b, b], _fast.uniform(1.0, b.shape), 1)
+    _, da, _ = mul_adjoint([b, b], lean_rules.uniform(1.0, b.shape), 1)
     assert da.dtype == np.float64 and da.flags.writeable
 
 

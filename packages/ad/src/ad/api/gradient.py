@@ -14,7 +14,8 @@ from ad.api.params import Params, grads_of
 from ad.errors import CotangentShapeError, NonScalarOutputError
 from ad.runtime.cotangents import from_user
 from ad.runtime.fused_regions import NOVALUE
-from ad.runtime.reverse import ONCE, call_function, rcall, rcall_kw
+from ad.runtime.reverse import ONCE, rcall, rcall_kw
+from ad.runtime.reverse_functions import call_function
 from ad.runtime.single_use import handoff, new_token
 from ad.runtime.state import deep
 from ad.runtime.state import scope as state_scope

@@ -49,6 +49,7 @@ from ad.runtime import plain_calls as _plain_calls
 from ad.runtime import rules_item_writes as _item_writes
 from ad.runtime import rules_objects as _rules_objects
 from ad.runtime.config import ADConfig
+from ad.runtime.library_code import library_callable
 from ad.runtime.nested_kernels import fcall_pair
 from ad.runtime.tracebacks import function_name
 from rulescore import ZeroTangent, frule
@@ -139,7 +140,7 @@ def forward_over(
     if _forward._hashable(op) and op in _FIELD_WRITES and len(args) == 3:
         raise _field_write_refused(*args)
     plain = op not in _SELF and (not _forward._hashable(op) or op not in _forward._FRULES)
-    if plain and _plain_calls.library_callable(op):  # library code: as plain Python
+    if plain and library_callable(op):  # library code: as plain Python
         return _over_plain(op, ts, args, kwargs, kw_ts, ṫs, ȧ, k̇w, k̇w_ts)
     u = unfold(op, ts, args, kwargs, kw_ts)
     op2, args2, kwargs2, tmap = u

@@ -1,14 +1,15 @@
 """``functools.partial`` under nested differentiation, in every mode combination.
 
 First-order modes call a partial as the call of its function, the bound
-arguments first (``ad.runtime.forward._call_partial``, ``ad.runtime.reverse._call_partial``); its
-tangent or cotangent is a ``Tangent[functools.partial]`` with fields ``func``,
-``args`` (the bound positional arguments') and ``keywords`` (the bound
-keywords'). Nested differentiation unwraps it the same way, whatever the
-pair of modes: the call ``p(*args, **kwargs)`` is ``p.func(*p.args, *args,
-**{**p.keywords, **kwargs})``, each level's tangent of ``p`` split into those
-of its parts (``unwrap``, ``split``), and the cotangents of the parts packed
-back into one of ``p`` (``pack``).
+arguments first (``ad.runtime.forward._call_partial``,
+``ad.runtime.reverse_fallback._call_partial``); its tangent or cotangent is a
+``Tangent[functools.partial]`` with fields ``func``, ``args`` (the bound
+positional arguments') and ``keywords`` (the bound keywords'). Nested
+differentiation unwraps it the same way, whatever the pair of modes: the call
+``p(*args, **kwargs)`` is ``p.func(*p.args, *args, **{**p.keywords,
+**kwargs})``, each level's tangent of ``p`` split into those of its parts
+(``unwrap``, ``split``), and the cotangents of the parts packed back into one of
+``p`` (``pack``).
 
 Building a partial, ``functools.partial(func, *args, **kwargs)``, is linear in
 its parts: nested modes run it as ``make_partial(func, args, keywords)``, one
@@ -76,9 +77,9 @@ def split(p: functools.partial, ṗ: Any) -> tuple:
 
 def pack(f_t: Any, bound: tuple, kw: dict) -> Any:
     """A partial's tangent (or cotangent) from its parts' (``split``'s inverse), as
-    first-order reverse mode builds it (``ad.runtime.reverse._call_partial``): fields ``func``,
-    ``args`` (a tuple) and ``keywords`` (a dict), zero parts left out. Linear, with
-    rules of its own."""
+    first-order reverse mode builds it (``ad.runtime.reverse_fallback._call_partial``):
+    fields ``func``, ``args`` (a tuple) and ``keywords`` (a dict), zero parts left
+    out. Linear, with rules of its own."""
     b = {}
     if not _zero(f_t):
         b["func"] = f_t
@@ -209,8 +210,8 @@ def first_order_cts(
     cts: tuple, nb: int, n: int, bound_keys: tuple, own_keys: tuple | None, with_kw: bool
 ) -> tuple:
     """What first-order reverse mode's pullback of ``p(*args)`` returns
-    (``ad.runtime.reverse._call_partial``), from that of the call ``p`` makes
-    (``(of func, of each argument..., [{of each keyword}])``): ``(of p, of each
+    (``ad.runtime.reverse_fallback._call_partial``), from that of the call ``p``
+    makes (``(of func, of each argument..., [{of each keyword}])``): ``(of p, of each
     argument..., [{of each keyword}])``. Linear (its own ``rrule``)."""
     kw = cts[-1] if with_kw else {}
     fields: dict[str, Any] = {}

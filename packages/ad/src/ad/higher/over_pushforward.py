@@ -29,13 +29,13 @@ from ad.higher.reverse_over_fcall import SELF_RRULES, _fcall_gen_rrule
 from ad.higher.unsupported import _unsupported
 from ad.runtime import forward as _forward
 from ad.runtime import forward_arithmetic as _forward_fast
-from ad.runtime import plain_calls as _plain_calls
 from ad.runtime import rules_containers as _rules_containers
 from ad.runtime import rules_item_writes as _item_writes
 from ad.runtime import wrappers as _wrappers
 from ad.runtime.accumulate import field_ct
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import entries, from_list_ct
+from ad.runtime.library_code import library_callable
 from ad.runtime.nested_kernels import fcall_pair
 from ad.runtime.reverse import rcall
 from ad.runtime.tracebacks import function_name
@@ -116,7 +116,7 @@ def ff_linear(ġts: Any, ġargs: tuple, g: Any, gts: tuple, gargs: tuple) -> Any
 non_differentiable(_unfold.zero)
 # forward over forward mode's rules run it (a yes/no question about a callable); at
 # fourth order their bodies are differentiated as source
-non_differentiable(_plain_calls.library_callable)
+non_differentiable(library_callable)
 
 
 # --- rrule of fcall(fcall, ...) --------------------------------------------------------

@@ -59,8 +59,11 @@ from ad.runtime import state as _state
 from ad.runtime import wrappers as _wrappers
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import entries
+from ad.runtime.library_code import library_callable
 from ad.runtime.nested_kernels import fcall_pair
-from ad.runtime.reverse import _python_init, call_function, field_ct, rcall, rcall_kw
+from ad.runtime.reverse import field_ct, rcall, rcall_kw
+from ad.runtime.reverse_fallback import _python_init
+from ad.runtime.reverse_functions import call_function
 from ad.runtime.tracebacks import function_name
 from rulescore import NoTangent, Projector, Tangent, ZeroTangent, rrule
 
@@ -194,7 +197,7 @@ def _fcall_rrule_body(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, 
     if inner is not None:  # functools.lru_cache...: the function it wraps (see _wrappers)
         return _through_wrapper(config, f, inner, ts, args)
     name = function_name(f)
-    if _plain_calls.library_callable(f):  # C code: run as plain Python
+    if library_callable(f):  # C code: run as plain Python
         return _plain_calls.reverse_over_fcall(f, ts, args, name)
     raise _unsupported(
         f"cannot differentiate the forward-mode call of {name} in reverse mode (reverse "
@@ -329,7 +332,7 @@ def _fcall_gen_rrule(
     ts = (ḟ, *arg_ts)
     ruled = _forward._hashable(f) and f in _forward._FRULES
     moving = not all(_is_zero(t) for t in (*ts, *kw_ts))
-    if moving and not python and not ruled and _plain_calls.library_callable(f):
+    if moving and not python and not ruled and library_callable(f):
         # C code called with keywords (a formatter in numpy's Python source): run as
         # plain Python, its derivative along its route, as forward mode runs it
         kw_ts_d = dict(zip(kwnames, kw_ts))

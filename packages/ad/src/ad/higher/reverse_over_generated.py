@@ -22,7 +22,9 @@ from ad.runtime import forward as _forward
 from ad.runtime import plain_calls as _plain_calls
 from ad.runtime import state as _state
 from ad.runtime.cotangents import entries
-from ad.runtime.reverse import call_function, rcall_kw
+from ad.runtime.plain_functions import PlainEntry
+from ad.runtime.reverse import rcall_kw
+from ad.runtime.reverse_functions import call_function
 from ad.runtime.tracebacks import function_name
 from rulescore import NoTangent, ZeroTangent
 
@@ -49,7 +51,7 @@ def _pushforward_call(
     ḟ = ts[0]
     closure_active = bool(f.__code__.co_freevars) and not _is_zero(ḟ)
     entry = forward_transformed(f, closure_active, as_init)
-    if type(entry) is _plain_calls.PlainEntry:  # library code: run as plain Python
+    if type(entry) is PlainEntry:  # library code: run as plain Python
         name = function_name(f)
         return _plain_calls.reverse_over_forward(f, ts, args, kwargs, kw_ts or {}, name, as_init)
     gen = entry.instantiate(f)

@@ -43,7 +43,11 @@ from ad.runtime import rules_item_writes as _item_writes
 from ad.runtime import wrappers as _wrappers
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import entries, zero_like
-from ad.runtime.reverse import CONFIG, _hashable, call_function, rcall, rcall_kw
+from ad.runtime.library_code import library_callable
+from ad.runtime.plain_functions import PlainEntry
+from ad.runtime.reverse import CONFIG, rcall, rcall_kw
+from ad.runtime.reverse_fallback import _hashable
+from ad.runtime.reverse_functions import call_function
 from ad.runtime.tracebacks import function_name
 from rulescore import (
     AbstractZero,
@@ -119,7 +123,7 @@ def _dispatch(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
     has_rules = _hashable(f) and f in _RRULES
     rule = _lookup(f, tuple(map(type, args)), ADConfig) if has_rules else None
     if rule is None:
-        if _plain_calls.library_callable(f):  # C code: run as plain Python
+        if library_callable(f):  # C code: run as plain Python
             return _plain_calls.reverse_over_reverse(f, args, kwargs, function_name(f))
         raise _unsupported(
             f"reverse over reverse: {function_name(f)} is neither a Python function nor a "
@@ -299,7 +303,7 @@ def _through_pure(f: types.FunctionType, args: tuple, kwargs: dict | None) -> tu
 
     closure = bool(f.__code__.co_freevars)
     entry = pure_transformed(f, closure)
-    if type(entry) is _plain_calls.PlainEntry:  # library code: run as plain Python
+    if type(entry) is PlainEntry:  # library code: run as plain Python
         return _plain_calls.reverse_over_reverse(f, args, kwargs, function_name(f))
     n = len(args)
     names = entry.spec.positional

@@ -26,7 +26,8 @@ from ad.runtime import forward as _forward
 from ad.runtime import rules_objects as _rules_objects
 from ad.runtime import state as _state
 from ad.runtime.config import ADConfig
-from ad.runtime.reverse import call_function, rcall
+from ad.runtime.reverse import rcall
+from ad.runtime.reverse_functions import call_function
 from ad.runtime.tracebacks import function_name
 from rulescore import (
     NoTangent,

@@ -31,6 +31,7 @@ from ad.runtime import rules_containers as _rules_containers
 from ad.runtime import wrappers as _wrappers
 from ad.runtime.accumulate import field_ct, fn_tangent
 from ad.runtime.config import ADConfig
+from ad.runtime.library_code import library_callable
 from ad.runtime.nested_kernels import fcall_pair
 from ad.runtime.tracebacks import function_name
 from rulescore import AbstractZero, Projector, Tangent, ZeroTangent, non_differentiable, unthunk
@@ -126,7 +127,7 @@ def unfold(op: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict) -> tuple:
             return call_map(_Z, (_Z, ṫs[0], *ṫs[1:]), (ȯp, *ȧ), k̇w, k̇w_ts)
 
         return op2, args2, kwargs2, call_tmap
-    if _plain_calls.library_callable(op):
+    if library_callable(op):
         return _unfold_plain(op, args, kwargs)
     if isinstance(op, type):
         raise _unsupported(

@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from ad.errors import NoRuleError
-from ad.runtime import plain_calls as _plain_calls
+from ad.runtime.library_code import _in_stdlib
 from ad.runtime.reverse import call_site
 
 __all__ = ["user_site"]
@@ -49,7 +49,7 @@ def _library_file(filename: str, own: tuple[str, ...]) -> bool:
         path.startswith(own)
         or f"{os.sep}site-packages{os.sep}" in path
         or f"{os.sep}dist-packages{os.sep}" in path
-        or _plain_calls._in_stdlib(path)
+        or _in_stdlib(path)
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from ad.runtime import reverse as _runtime
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import np_module
+from ad.runtime.reverse_functions import call_function
 from ad.runtime.state import keep_stateful
 from rulescore import DuckArray, NoTangent, Tangent, rrule
 
@@ -208,7 +209,7 @@ def _write_through(fn: Any, args: tuple, i: int) -> Any:
     place and returns None) as a function whose output is ``args[i]``."""
     closure = bool(fn.__code__.co_freevars)
     inactive = ((1 << (len(args) - 1)) - 1) & ~(1 << i)  # all but the object and the value
-    obj, pb = _runtime.call_function(fn, args, None, closure, as_init=i + 1, inactive=inactive)
+    obj, pb = call_function(fn, args, None, closure, as_init=i + 1, inactive=inactive)
 
     def attribute_protocol_pullback(ȳ: Any) -> tuple:
         cts = pb(ȳ)

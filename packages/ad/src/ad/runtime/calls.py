@@ -1,7 +1,8 @@
 """The two dispatchers, reachable from the code they dispatch to.
 
 ``reverse.rcall`` and ``forward.fcall`` hand a call to a rule, a specialised
-path (``lean_rules``, ``item_reads``), a wrapper's function (``wrappers``) or
+path (``scalar_paths``, ``array_arithmetic``, ``item_reads``), Python's calling
+conventions (``reverse_fallback``), a wrapper's function (``wrappers``) or
 ``ADConfig``'s ``rrule_via_ad``/``frule_via_ad`` (a rule differentiating the
 function it was given); those call back into the dispatch for the calls they
 make. So that they import nothing above them, they call the dispatchers

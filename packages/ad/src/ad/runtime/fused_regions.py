@@ -2,7 +2,7 @@
 
 A fused region's primal is plain numpy and its adjoint was derived when the
 function was transformed: both are valid only while the rules that the
-per-operation path would dispatch to are the built-in ones. ``lean_rules.FLAGS.fused``
+per-operation path would dispatch to are the built-in ones. ``scalar_paths.FLAGS.fused``
 says so; every registration recomputes it (with the other fast paths' flags), so
 a user rule (or an ``opt_out``) for ``np.sin`` on arrays turns fusion off and the
 per-operation path takes over. ``fused_shape`` is the rest of a region's test: the

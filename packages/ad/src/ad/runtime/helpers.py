@@ -4,7 +4,7 @@ The ANF pass rewrites containers, attribute access, unpacking and in-place
 updates into calls of helpers (``rules_containers``, ``rules_iteration``,
 ``rules_objects``), each an ordinary function with an ``rrule`` under ad's
 own ``ADConfig``; the reverse pass adds its runtime (``reverse``) and fast
-paths (``lean_rules``). This table binds them all; codegen gives each a closure cell.
+paths (``scalar_paths``, ``array_arithmetic``). This table binds them all; codegen gives each a closure cell.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ import numpy as np
 
 from ad.runtime import reverse as _runtime
 from ad.runtime import rules_iteration as _rules_iteration
+from ad.runtime.array_arithmetic import FAST_HELPERS
 from ad.runtime.control import CONTROL_HELPERS
 from ad.runtime.forward import FORWARD_NAMES
 from ad.runtime.forward_arithmetic import FAST_HELPERS as FORWARD_ARITHMETIC
 from ad.runtime.fused_regions import NOVALUE, fused_fit, fused_full, fused_seed, fused_shape
 from ad.runtime.inline_arithmetic import mul_adjoint, pow_adjoint
 from ad.runtime.item_reads import ITEM_HELPERS
-from ad.runtime.lean_rules import FAST_HELPERS, FLAGS
 from ad.runtime.ownership import own
-from ad.runtime.plain_calls import plain_entry
+from ad.runtime.plain_functions import plain_entry
 from ad.runtime.rules_containers import (
     apply,
     aslist,
@@ -48,16 +48,18 @@ from ad.runtime.rules_objects import (
     setdict,
     super_init,
 )
+from ad.runtime.scalar_paths import FLAGS
 from ad.runtime.star_calls import rcall_star
 from ad.runtime.state import Stateful, follow, unfollowed, unfollowed_call
 from ad.runtime.writers import in_place, method_form, writer
 from ad.transform import bindings
 from ad.transform.anf_base import BINOPS, UNARYOPS
+from rulescore import NoTangent, ZeroTangent
 
 __all__ = ["FORWARD_HELPERS", "HELPERS"]
 
-_Z = _runtime.ZeroTangent()
-_NO = _runtime.NoTangent()
+_Z = ZeroTangent()
+_NO = NoTangent()
 
 HELPERS: dict[str, Any] = {
     "_ad_rcall": _runtime.rcall,

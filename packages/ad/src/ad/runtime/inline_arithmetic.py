@@ -5,7 +5,7 @@ inlined ``a * b`` or ``a ** n``. For these operators the reverse pass writes
 the float partials into the generated adjoint (see ``transform/inline.py``): a
 tape entry that is a ``tuple`` is read there. Any other entry takes one call
 of a helper below:
-a ``list`` from ``lean_rules.fasti_mul``/``fasti_pow`` (two float arrays of one
+a ``list`` from ``array_arithmetic.fasti_mul``/``fasti_pow`` (two float arrays of one
 shape or an array to a constant power: the same partials, elementwise), or a
 pullback, which is called as is and its cotangents returned unchanged.
 

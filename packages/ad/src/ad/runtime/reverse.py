@@ -1,52 +1,49 @@
-"""The hot path the generated code calls: dispatch, accumulation, call mapping.
+"""Reverse mode's dispatch, the hot path the generated code calls: ``rcall``.
 
 ``rcall(f, *args)`` returns ``(y, pullback)`` with ``pullback(ȳ) ->
 (∂f, ∂arg1, ...)``; ``rcall_kw(f, args, kwargs)`` adds a final dict of
 keyword cotangents. Dispatch order: an ``rrule`` (with ``ADConfig``, honouring
-``opt_out``); a Python function's transformed source; bound methods, callable
-objects and dataclass/namedtuple constructors structurally; else an error
-naming the function and the call site.
+``opt_out``; cached per function and argument types, in a lean form from
+``lean_rules`` where one applies, and evaluated from its partials for floats
+and numpy scalars, ``scalar_paths``); a Python function's transformed source
+(``reverse_functions``); bound methods, callable objects and dataclass/namedtuple
+constructors structurally, library code as plain Python (``reverse_fallback``);
+else an error naming the function and the call site.
+
+A rule's result is checked here (a ``(value, pullback)`` pair, cotangents of the
+arguments' shapes) unless the rule is this project's own.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import sys
 import types
 from collections.abc import Callable
 from typing import Any
 
-from ad.errors import CotangentShapeError, NoRuleError, NoSourceError
+from ad.errors import CotangentShapeError
 from ad.runtime import calls
-from ad.runtime import dunders as _dunders
-from ad.runtime import plain_calls as _plain_calls
-from ad.runtime import wrappers as _wrappers
 from ad.runtime.accumulate import acc, field_ct, fn_tangent, kw_ct, tuple_ct
 from ad.runtime.checks import argument_write, unpack_error
 from ad.runtime.config import ADConfig
 from ad.runtime.keywords import keyword_reason, keywords_as_positions, maybe_differentiable
-from ad.runtime.lean_rules import NUMPY_SCALARS as _NUMPY_SCALARS
 from ad.runtime.lean_rules import lean_rule as _lean_rule
-from ad.runtime.lean_rules import numpy_scalar_call as _numpy_scalar_call
-from ad.runtime.lean_rules import scalar_partials as _scalar_partials
+from ad.runtime.reverse_fallback import _fallback_dispatch, _hashable
+from ad.runtime.reverse_functions import call_function
+from ad.runtime.scalar_paths import NUMPY_SCALARS as _NUMPY_SCALARS
+from ad.runtime.scalar_paths import numpy_scalar_call as _numpy_scalar_call
+from ad.runtime.scalar_paths import scalar_partials as _scalar_partials
 from ad.runtime.single_use import ONCE as _ONCE
-from ad.runtime.single_use import handoff, new_token
 from ad.runtime.state import WRITES as _WRITES
 from ad.runtime.state import Stateful as _Stateful
-from ad.runtime.state import internal as _internal
-from ad.runtime.state import suspended as _suspended
 from ad.runtime.tracebacks import call_site, function_name
 from rulescore import (
     AbstractThunk,
     AbstractZero,
-    InplaceableThunk,
     NoTangent,
-    Tangent,
-    ZeroTangent,
     not_implemented,
     rrule,
-    unthunk,
 )
 
 __all__ = [
@@ -65,23 +62,14 @@ __all__ = [
 ]
 
 CONFIG = ADConfig()
-_Z = ZeroTangent()
 _NO = NoTangent()
 _FunctionType = types.FunctionType
-_MethodType = types.MethodType
 _BuiltinType = types.BuiltinFunctionType
 _ModuleType = types.ModuleType
 _RULES = rrule.table._rules  # function -> rules; membership test is the cheap "has rules?"
 _lookup = rrule.table.lookup
 _ADConfigType = ADConfig
 _float = float
-_InplaceableThunk = InplaceableThunk
-try:
-    import numpy as _numpy
-
-    _ndarray: Any = _numpy.ndarray
-except ImportError:  # pragma: no cover - ad depends on numpy
-    _ndarray = None
 
 
 # --- pullbacks called once: see ``single_use`` ---------------------------------------
@@ -290,14 +278,6 @@ def rcall_kw(f: Any, args: tuple, kwargs: dict) -> tuple[Any, Callable]:
     return _fallback(f, args, kwargs)
 
 
-def _hashable(f: Any) -> bool:
-    try:
-        hash(f)
-    except TypeError:
-        return False
-    return True
-
-
 # Rules from this project's packages project their cotangents and are tested
 # with rulestest: their results skip the per-call validation below.
 _TRUSTED_MODULES = ("rules.", "ad.")
@@ -379,327 +359,6 @@ def _fallback(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
     if _WRITES[0] != n:  # user code wrote an object's field: see _state
         return y, _Stateful(pb)
     return y, pb
-
-
-def _fallback_dispatch(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
-    tf = type(f)
-    if tf is _FunctionType:
-        return call_function(f, args, kwargs, bool(f.__code__.co_freevars))
-    if tf is _MethodType:
-        return _call_bound(f.__func__, f.__self__, args, kwargs)
-    if tf is _BuiltinType:
-        owner = f.__self__
-        if owner is not None and not isinstance(owner, _ModuleType):
-            unbound = getattr(type(owner), f.__name__, None)
-            if unbound is not None and _hashable(unbound) and unbound in _RULES:
-                return _call_bound(unbound, owner, args, kwargs)
-            name = f"{type(owner).__module__}.{type(owner).__qualname__}.{f.__name__}"
-            return _plain_calls.reverse_call(f, args, kwargs, name)  # library code: plain
-        out = None if kwargs else _dunders.dispatch(f, args, _dunder_call(args))
-        if out is not None:
-            return out
-        return _plain_calls.reverse_call(f, args, kwargs, function_name(f))
-    if isinstance(f, type):
-        return _construct(f, args, kwargs)
-    if tf is functools.partial:
-        return _call_partial(f, args, kwargs)
-    wrapped = _wrappers.reverse(f, args, kwargs)  # lru_cache, np.vectorize...
-    if wrapped is not None:
-        return wrapped
-    call = tf.__dict__.get("__call__") or next(
-        (k.__dict__["__call__"] for k in tf.__mro__ if "__call__" in k.__dict__), None
-    )
-    if isinstance(call, _FunctionType):  # a callable object: differentiate __call__
-        return _call_bound(call, f, args, kwargs)
-    return _plain_calls.reverse_call(f, args, kwargs, function_name(f))  # C code: run it plainly
-
-
-def _call_bound(func: Any, obj: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
-    """Call ``func(obj, *args)``; the method's own cotangent is ``obj``'s."""
-    if kwargs is None:
-        y, pb = rcall(func, obj, *args)
-    else:
-        y, pb = rcall_kw(func, (obj, *args), kwargs)
-
-    def method_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
-        if ONCE.expect is not None:
-            handoff(pb, _once)
-        cts = pb(ȳ)
-        return cts[1:]
-
-    return y, method_pullback
-
-
-def _dunder_call(args: tuple) -> Callable:
-    """``dunders.dispatch``'s ``call``: differentiate ``method`` on ``args`` taken
-    in ``order``; cotangents come back in the operator's argument order."""
-
-    def call(method: Any, order: tuple) -> tuple[Any, Callable]:
-        y, pb = rcall(method, *(args[i] for i in order))
-        if order[0] == 0:
-            return y, pb
-
-        def reflected_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
-            if ONCE.expect is not None:
-                handoff(pb, _once)
-            df, db, da = pb(ȳ)
-            return df, da, db
-
-        return y, reflected_pullback
-
-    return call
-
-
-def _call_partial(p: functools.partial, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
-    """Call a partial; its tangent holds the cotangents of its bound arguments."""
-    nb = len(p.args)
-    y, pb = rcall_kw(p.func, (*p.args, *args), {**p.keywords, **(kwargs or {})})
-    n = len(args)
-
-    def partial_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
-        if ONCE.expect is not None:
-            handoff(pb, _once)
-        cts = pb(ȳ)
-        kw = cts[-1]
-        bound = cts[1 : 1 + nb]
-        fields = {}
-        if not isinstance(cts[0], AbstractZero):
-            fields["func"] = cts[0]
-        if any(not isinstance(c, AbstractZero) for c in bound):
-            fields["args"] = bound
-        bound_kw = {k: kw_ct(kw, k) for k in p.keywords}
-        if any(not isinstance(c, AbstractZero) for c in bound_kw.values()):
-            fields["keywords"] = bound_kw
-        df = Tangent[functools.partial]._from_backing(fields) if fields else _Z
-        out = (df, *cts[1 + nb : 1 + nb + n])
-        if kwargs is not None:
-            return (*out, {k: kw_ct(kw, k) for k in kwargs})
-        return out
-
-    return y, partial_pullback
-
-
-def _construct(cls: type, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
-    if issubclass(cls, Tangent):
-        return _construct_tangent(cls, args, kwargs)
-    kwargs = kwargs or {}
-    if dataclasses.is_dataclass(cls):
-        names = [f.name for f in dataclasses.fields(cls) if f.init]
-    elif issubclass(cls, tuple) and hasattr(cls, "_fields"):
-        names = list(cls._fields)
-    else:
-        init = _python_init(cls)
-        if init is not None:
-            return _construct_with_init(cls, init, args, kwargs)
-        name = f"the constructor of {cls.__module__}.{cls.__qualname__}"
-        if _plain_calls.library_class(cls):  # C code or the standard library's: plainly
-            return _plain_calls.reverse_call(cls, args, kwargs or None, name)
-        raise _no_rule(
-            name,
-            cls,
-            extra="Dataclasses and namedtuples are differentiated structurally; for other "
-            "classes register an rrule for the class, or build the object outside the "
-            "differentiated function and pass it in.",
-        )
-    y = cls(*args, **kwargs)
-    n = len(args)
-
-    def constructor_pullback(ȳ: Any) -> tuple:
-        ȳ = unthunk(ȳ)
-        if isinstance(ȳ, AbstractZero):
-            cts = (_Z,) * n
-            kw = {k: _Z for k in kwargs}
-        else:
-            if isinstance(ȳ, Tangent):
-                get = ȳ.__getitem__
-            elif type(ȳ) is tuple or type(ȳ) is list:  # a namedtuple's, given positionally
-                get = dict(zip(names, ȳ)).__getitem__
-            else:
-                get = functools.partial(getattr, ȳ)
-            cts = tuple(get(names[i]) for i in range(n))
-            kw = {k: get(k) for k in kwargs}
-        if kwargs:
-            return (_NO, *cts, kw)
-        return (_NO, *cts)
-
-    return y, constructor_pullback
-
-
-def _construct_tangent(cls: type, args: tuple, keywords: dict | None) -> tuple[Any, Callable]:
-    """``Tangent[P](...)`` in differentiated code (rule bodies, under nested
-    differentiation): a tangent is a vector, built linearly from its entries.
-    Called with keywords (``rcall_kw``, even an empty dict), the pullback ends
-    with their cotangents."""
-    kwargs = keywords or {}
-    y = cls(*args, **kwargs)
-    n = len(args)
-
-    def tangent_constructor_pullback(ȳ: Any) -> tuple:
-        ȳ = unthunk(ȳ)
-        if isinstance(ȳ, AbstractZero):
-            cts: tuple = (_Z,) * n
-            kw = {k: _Z for k in kwargs}
-        else:
-            b = ȳ._backing if isinstance(ȳ, Tangent) else ȳ
-            if n == 1 and isinstance(args[0], dict):  # Tangent[dict](mapping, **more)
-                given = args[0]
-                cts = (Tangent[dict]._from_backing({k: b.get(k, _Z) for k in given}),)
-                kw = {k: b.get(k, _Z) for k in kwargs}
-            elif isinstance(b, dict):
-                cts = tuple(b.get(i, _Z) for i in range(n))
-                kw = {k: b.get(k, _Z) for k in kwargs}
-            else:
-                cts = tuple(b[i] for i in range(n))
-                kw = {k: _Z for k in kwargs}
-        return (_NO, *cts, kw) if keywords is not None else (_NO, *cts)
-
-    return y, tangent_constructor_pullback
-
-
-def _python_init(cls: type) -> Any:
-    """``cls.__init__`` when it is Python code and ``__new__`` is object's, else None."""
-    if cls.__new__ is not object.__new__:
-        return None
-    init = cls.__init__
-    return init if type(init) is _FunctionType else None
-
-
-def _construct_with_init(cls: type, init: Any, args: tuple, kwargs: dict | None) -> tuple:
-    """Build a plain object by differentiating its ``__init__`` as a function of
-    its arguments whose output is the finished object."""
-    obj = object.__new__(cls)
-    closure = bool(init.__code__.co_freevars)
-    y, pb = call_function(init, (obj, *args), kwargs or None, closure, as_init=True)
-    n = len(args)
-
-    def init_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
-        if ONCE.expect is not None:
-            handoff(pb, _once)
-        cts = pb(ȳ)
-        out = (_NO, *cts[2 : 2 + n])
-        return (*out, cts[2 + n]) if kwargs else out
-
-    return y, init_pullback
-
-
-def _no_rule(name: str, f: Any, extra: str = "") -> NoRuleError:
-    site = call_site()
-    return NoRuleError(
-        f"no rule to differentiate {name}{f' (called at {site})' if site else ''}: it has no "
-        "rrule and no Python source to transform.\n"
-        + (
-            extra
-            or "To fix: register an rrule for it with rulescore (see rulescore's README), "
-            "or wrap the call in ad.ignore_derivatives if no gradient should flow through it."
-        )
-    )
-
-
-# --- transformed Python functions ----------------------------------------------
-
-
-def call_function(
-    f: types.FunctionType,
-    args: tuple,
-    kwargs: dict | None,
-    closure_active: bool,
-    as_init: bool | int = False,
-    inactive: int = 0,
-    novalue: bool = False,
-) -> tuple[Any, Callable]:
-    """Run the transformed primal of ``f``; map its pullback to the call's arguments.
-
-    ``inactive``: a bit mask of positional arguments that carry no derivative
-    (see ``rcall_masked``). ``novalue``: the caller (``ad.gradient``) needs no
-    value; a primal that can skip it returns ``fused_regions.NOVALUE`` instead."""
-    transform = _TRANSFORM[0] if _TRANSFORM else _import_transform()
-    try:
-        entry = transform.transformed(f, closure_active, as_init, inactive)
-    except NoSourceError:
-        if as_init or not hasattr(f, "__wrapped__"):
-            raise
-        return _wrappers.reverse_wrapper(f, args, kwargs)  # a wrapper made by exec...
-    fwd = entry.instantiate(f)
-    n = _WRITES[0]
-    if _internal(f.__code__):  # a rule differentiated (second order): see _state
-        with _suspended():
-            y, back = fwd(*args, **(kwargs or {}))
-    elif kwargs:
-        y, back = fwd(*args, **kwargs)
-    elif novalue and entry.elides:
-        y, back = fwd(*args, _ad_nv=True)  # transform._nodes.NO_VALUE
-    else:
-        y, back = fwd(*args)
-    if entry.guards:  # helpers inlined: still the functions their names are?
-        transform.check_guards_after(entry.guards, f)
-    if kwargs is not None or not entry.simple or len(args) != entry.n_positional:
-        back = _map_pullback(back, entry, len(args), kwargs)
-    if _WRITES[0] != n:  # the function wrote an object's field: see _state
-        return y, _Stateful(back)
-    return y, back
-
-
-_TRANSFORM: list = []  # the transform package, imported on first use (it imports this module)
-
-
-def _import_transform() -> Any:
-    from ad import transform
-
-    _TRANSFORM.append(transform)
-    return transform
-
-
-def _map_pullback(back: Callable, entry: Any, n_args: int, kwargs: dict | None) -> Callable:
-    spec = entry.spec
-    pos = spec.positional
-    n_bound = min(n_args, len(pos))
-    if kwargs is None and spec.vararg and tuple(spec.all_names) == (*pos, spec.vararg):
-        return _varargs_pullback(back, len(pos), n_args)
-
-    def mapped_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
-        if ONCE.expect is not None:
-            handoff(back, _once)
-        raw = back(ȳ)
-        by_name = dict(zip(spec.all_names, raw[1:]))
-        out = [raw[0]]
-        out.extend(by_name[pos[i]] for i in range(n_bound))
-        if n_args > n_bound:
-            extra = by_name[spec.vararg]
-            if isinstance(extra, AbstractZero):
-                out.extend([_Z] * (n_args - n_bound))
-            else:
-                out.extend(extra[i] for i in range(n_args - n_bound))
-        if kwargs is not None:
-            kw = {}
-            rest = by_name.get(spec.kwarg, _Z) if spec.kwarg else _Z
-            for k in kwargs:
-                if k in by_name and k != spec.vararg and k != spec.kwarg:
-                    kw[k] = by_name[k]
-                else:
-                    kw[k] = kw_ct(rest, k)
-            out.append(kw)
-        return tuple(out)
-
-    return mapped_pullback
-
-
-def _varargs_pullback(back: Callable, n_pos: int, n_args: int) -> Callable:
-    """``_map_pullback`` for ``def f(a, b, *rest)`` called with ``n_args`` positional
-    arguments (at least ``n_pos``): the cotangent of ``rest`` spread out."""
-    head = n_pos + 1
-
-    def varargs_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
-        if ONCE.expect is not None:
-            handoff(back, _once)
-        raw = back(ȳ)
-        extra = raw[head]
-        if type(extra) is tuple and len(extra) == n_args - n_pos:
-            return raw[:head] + extra
-        if isinstance(extra, AbstractZero):
-            return raw[:head] + (_Z,) * (n_args - n_pos)
-        return raw[:head] + tuple(extra[i] for i in range(n_args - n_pos))
-
-    return varargs_pullback
 
 
 calls.bind(rcall=rcall, rcall_kw=rcall_kw)

@@ -31,6 +31,7 @@ from ad.runtime.attribute_routes import (
 from ad.runtime.checks import _carries_derivative
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import np_module
+from ad.runtime.reverse_functions import call_function
 from ad.runtime.state import (
     current,
     follow,
@@ -100,7 +101,7 @@ def _getattr_rule(config: Any, obj: Any, name: str, bypass: bool) -> Any:
     value = object.__getattribute__(obj, name) if bypass else getattr(obj, name)
     owner = obj.__self__ if type(obj) is super else obj
     if getattr(value, "__self__", None) is owner and callable(value):
-        # A bound method: its cotangent is its receiver's (see _runtime._call_bound).
+        # A bound method: its cotangent is its receiver's (see reverse_fallback._call_bound).
         def method_pullback(ȳ: Any) -> tuple:
             return (_NO, ȳ, _NO)
 
@@ -316,7 +317,7 @@ def _super_init_rule(config: Any, sup: Any, *args: Any, **kwargs: Any) -> Any:
 
         return inst, c_init_pullback
     closure = bool(init.__code__.co_freevars)
-    y, pb = _runtime.call_function(init, (inst, *args), kwargs or None, closure, as_init=True)
+    y, pb = call_function(init, (inst, *args), kwargs or None, closure, as_init=True)
 
     def super_init_pullback(ȳ: Any) -> tuple:
         return (_NO, *pb(ȳ)[1:])

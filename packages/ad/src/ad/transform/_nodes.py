@@ -41,7 +41,7 @@ __all__ = [
 #: The name the generated code uses for ``ZeroTangent()``.
 Z = "_ad_Z"
 #: The generated primal's keyword-only parameter: its caller (``ad.gradient``)
-#: needs no value (see ``reverse._Gen.fused``; ``ad.runtime.reverse.call_function`` passes it).
+#: needs no value (see ``reverse._Gen.fused``; ``ad.runtime.reverse_functions.call_function`` passes it).
 NO_VALUE = "_ad_nv"
 #: Operators with an inline fast path for Python numbers (``_ad_fast_<op>``).
 FAST_OPS = frozenset(["add", "sub", "mul", "truediv", "pow", "neg"])

@@ -15,12 +15,29 @@ from typing import TypeVar
 
 from ad.errors import UnsupportedSyntaxError
 
-__all__ = ["BINOPS", "ITEM_UPDATE", "PLAIN_EXPRS", "UNARYOPS", "Normalizer", "at", "is_atom"]
+__all__ = [
+    "BINOPS",
+    "IN_PLACE_HELPERS",
+    "ITEM_UPDATE",
+    "PLAIN_EXPRS",
+    "UNARYOPS",
+    "Normalizer",
+    "at",
+    "is_atom",
+]
 
 #: Set on the ``_ad_iop_<op>(t, v)`` call of ``a[i] op= v`` (or ``o.a op= v``):
 #: the source text of the target and the container's name (``"a[i]"``, ``"a"``),
 #: ``t`` being the target's current value.
 ITEM_UPDATE = "_ad_item_update"
+#: The helpers the ANF and protocols passes emit for a write into their first
+#: argument in place: ``x[i] = v``, ``o.a = v``, ``xs.append(v)``,
+#: ``object.__setattr__(o, k, v)`` and ``o.__dict__[k] = v``. Each statement
+#: ``o = helper(o, ...)`` rebinds the name it writes through; the later passes
+#: (guards, holders, inlining, tracking) know a write by this set.
+IN_PLACE_HELPERS = frozenset(
+    ["_ad_setitem", "_ad_setattr", "_ad_append", "_ad_setattr_object", "_ad_setdict"]
+)
 
 BINOPS: dict[type, str] = {
     ast.Add: "add",

@@ -19,7 +19,7 @@ combination: ``np.sum(a) + np.sum(b)``, ``100.0 * np.sum(a)``, ``s = s + np.sum(
 halves of its fused form. The test (at the root) holds when the operands are float64
 (or all float32) arrays whose shapes broadcast, Python floats or numpy scalars of
 their dtype (``ad.runtime.fused_regions.fused_shape``), the functions are numpy's, and their rules
-the built-in ones (``ad.runtime.lean_rules.FLAGS.fused``). Then the primal is plain numpy at the
+the built-in ones (``ad.runtime.scalar_paths.FLAGS.fused``). Then the primal is plain numpy at the
 broadcast shape, writing into the buffers of temporaries that died when they have
 that shape, and the adjoint is the one derived here, once: each
 cotangent is kept as a term ``c · v · f1 · f2 / g1`` (``v`` the root's cotangent,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from ad.transform._nodes import at
 from ad.transform._nodes import call as _call
 from ad.transform.activity import all_nodes, stored_names
-from ad.transform.anf_base import ITEM_UPDATE
+from ad.transform.anf_base import IN_PLACE_HELPERS, ITEM_UPDATE
 from ad.transform.writers import WRITER_PREFIX
 
 __all__ = [
@@ -28,9 +28,6 @@ __all__ = [
 _Assign, _Return, _If, _For, _While = ast.Assign, ast.Return, ast.If, ast.For, ast.While
 _Name, _Store, _Constant, _Call = ast.Name, ast.Store, ast.Constant, ast.Call
 _Tuple, _List, _Dict, _Compare, _UnaryOp = ast.Tuple, ast.List, ast.Dict, ast.Compare, ast.UnaryOp
-
-
-_WRITERS = frozenset(["_ad_setitem", "_ad_setattr", "_ad_append"])
 
 
 def ownership_guard(
@@ -63,7 +60,7 @@ def ownership_guard(
         label, container = item
         return [_own(first.id, label, container, active, filename, line, forward=forward)]
     arrays_only = False
-    if fn.startswith("_ad_iop_") or fn in _WRITERS or fn.startswith(WRITER_PREFIX):
+    if fn.startswith("_ad_iop_") or fn in IN_PLACE_HELPERS or fn.startswith(WRITER_PREFIX):
         target = s.targets[0]
         if not (
             isinstance(first, ast.Name) and isinstance(target, ast.Name) and target.id == first.id
@@ -72,7 +69,9 @@ def ownership_guard(
         name = first.id
         # A parameter's container may be written (argument_write_guard judges
         # that), but an array the caller passed is the caller's too.
-        arrays_only = (fn in _WRITERS or fn.startswith(WRITER_PREFIX)) and active and name in params
+        arrays_only = (
+            (fn in IN_PLACE_HELPERS or fn.startswith(WRITER_PREFIX)) and active and name in params
+        )
     else:
         out = [k.value for k in value.keywords if k.arg == "out"]
         if not (out and isinstance(out[0], ast.Name) and out[0].id in local()):
@@ -158,7 +157,7 @@ def argument_write_guard(
         return []
     fn, first, last = value.func.id, value.args[0], value.args[-1]
     if (
-        fn in _WRITERS
+        fn in IN_PLACE_HELPERS
         and isinstance(first, ast.Name)
         and first.id in params
         and first.id not in mutable_params

@@ -48,6 +48,7 @@ from ad.transform.activity import (
     statements,
     value_is_active,
 )
+from ad.transform.anf_base import IN_PLACE_HELPERS
 from rulescore import AbstractZero, Tangent
 
 __all__ = [
@@ -102,8 +103,6 @@ def holder(obj: Any) -> bool:
 CAPTURED_WRITTEN: dict[int, Any] = {}
 
 
-#: ANF helpers that write into their first argument in place.
-WRITERS = frozenset(["_ad_setitem", "_ad_append", "_ad_setattr", "_ad_setattr_object"])
 #: Modules whose functions write nothing a caller reads as differentiated.
 _LIBRARIES = ("builtins", "numpy", "math", "cmath", "operator", "scipy", "rules", "rulescore")
 _CONSTRUCTORS = frozenset(["dict", "list"])
@@ -325,7 +324,7 @@ class _Calls:
         captured = self._captured(call)
         if captured:
             return None, captured + _names(call.args)
-        if func.id in WRITERS:
+        if func.id in IN_PLACE_HELPERS:
             if isinstance(first, ast.Name) and self.resolve(first.id) is not LOCAL:
                 return first.id, []
             return None, []
@@ -440,7 +439,7 @@ def _alias_free(fn: ast.FunctionDef, names: set[str]) -> ast.FunctionDef:
             if (
                 isinstance(v, ast.Call)
                 and isinstance(v.func, ast.Name)
-                and v.func.id in WRITERS
+                and v.func.id in IN_PLACE_HELPERS
                 and isinstance(v.args[0], ast.Name)
                 and v.args[0].id in {_alias(n) for n in names}
             ):  # a write into the holder rebinds its alias, as a local container's

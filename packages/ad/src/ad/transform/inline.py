@@ -147,7 +147,7 @@ def inline_adjoint(
 
     ``call_stmt`` is the general path, ``<slots> = _ad_p(seed)``. For mul and
     ``a ** n`` it calls ``_ad_mul_adjoint``/``_ad_pow_adjoint`` instead (see
-    ``ad.runtime.inline_arithmetic``), which also read a list tape (float arrays, see ``ad.runtime.lean_rules``).
+    ``ad.runtime.inline_arithmetic``), which also read a list tape (float arrays, see ``ad.runtime.array_arithmetic``).
     """
     order = sorted(used)
     body = [_assign(f"_ad_g{i}", _inline_gradient(op, i, seed, args, line), line) for i in order]

@@ -49,6 +49,7 @@ from typing import Any
 
 from ad.transform.activity import param_names, read_and_stored
 from ad.transform.anf import normalize
+from ad.transform.anf_base import IN_PLACE_HELPERS
 from ad.transform.desugar import desugar
 from ad.transform.fence import check_supported
 from ad.transform.protocols import explicit_protocols
@@ -106,7 +107,6 @@ if hasattr(ast, "TryStar"):
 if hasattr(ast, "Match"):
     _FORBIDDEN_NODES += (ast.Match,)
 #: ANF's writes into the object its first argument names.
-_WRITERS = frozenset(["_ad_setitem", "_ad_setattr", "_ad_append"])
 #: Method names that change their object: a helper calling one on an object it
 #: did not build stays a call.
 _MUTATORS = frozenset(
@@ -367,7 +367,9 @@ def _pure(fn: ast.FunctionDef, globals_: dict) -> bool:
                 return False
             func = node.func
             if type(func) is ast.Name:
-                writes = func.id in _WRITERS or func.id.startswith(("_ad_iop_", WRITER_PREFIX))
+                writes = func.id in IN_PLACE_HELPERS or func.id.startswith(
+                    ("_ad_iop_", WRITER_PREFIX)
+                )
                 if writes:
                     first = node.args[0] if node.args else None
                     if not (type(first) is ast.Name and first.id in fresh):
@@ -423,7 +425,7 @@ def _builds(v: ast.expr, name: str) -> bool:
         fn = v.func.id
         if fn.startswith("_ad_op_"):
             return True
-        if fn in _WRITERS or fn.startswith(("_ad_iop_", WRITER_PREFIX)):
+        if fn in IN_PLACE_HELPERS or fn.startswith(("_ad_iop_", WRITER_PREFIX)):
             return bool(v.args) and type(v.args[0]) is ast.Name and v.args[0].id == name
     return False
 

@@ -51,6 +51,7 @@ from ad.transform._nodes import call as _call
 from ad.transform._nodes import const as _const
 from ad.transform._nodes import load as _ln
 from ad.transform.activity import param_names, stored_names
+from ad.transform.anf_base import IN_PLACE_HELPERS
 
 __all__ = [
     "Track",
@@ -330,10 +331,6 @@ class Tracked:
         return [node], [*fb, *chain, *bb]
 
 
-#: The helpers that write into their first argument (``anf``, ``protocols``).
-_WRITERS = frozenset(
-    ["_ad_setitem", "_ad_setattr", "_ad_append", "_ad_setdict", "_ad_setattr_object"]
-)
 _DISPLAYS = (ast.List, ast.Dict, ast.Set)
 
 
@@ -368,7 +365,7 @@ class WriteMarks:
                     own = (
                         type(v) is ast.Call
                         and type(v.func) is ast.Name
-                        and v.func.id in _WRITERS
+                        and v.func.id in IN_PLACE_HELPERS
                         and v.args
                         and type(v.args[0]) is ast.Name
                         and v.args[0].id == name
@@ -392,7 +389,7 @@ class WriteMarks:
         is a write into what the function did not create."""
         if type(value) is not ast.Call or type(value.func) is not ast.Name:  # type: ignore[attr-defined]
             return []
-        if value.func.id not in _WRITERS or not value.args:  # type: ignore[attr-defined]
+        if value.func.id not in IN_PLACE_HELPERS or not value.args:  # type: ignore[attr-defined]
             return []
         first = value.args[0]  # type: ignore[attr-defined]
         if type(first) is ast.Name and first.id in self.fresh():
