@@ -1,11 +1,10 @@
 """The names rulescore exports for ADs: ``RuleTable`` and ``Rule`` (the tables behind
 ``rrule.table`` / ``frule.table``) and ``conj`` (the conjugation of ``scalar_rule``'s
-pullbacks); and rulescore's modules import one another without cycles. No numpy."""
+pullbacks). No numpy. (That no module imports another in a cycle is checked by
+import-linter, ``tox -e lint``.)"""
 
 from __future__ import annotations
 
-import ast
-import pathlib
 from fractions import Fraction
 from typing import Any
 
@@ -219,76 +218,3 @@ def test_scalar_rule_pullbacks_call_conj_itself(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(rulescore._rule_tools, "conj", recording_conj)
     assert pb(1.0) == (NoTangent(), 12.0)
     assert seen == [12.0]
-
-
-# no import cycles
-
-
-def _package_imports(package: str, root: pathlib.Path) -> dict[str, set[str]]:
-    """Each module of ``package`` -> the modules of ``package`` it imports, anywhere in it
-    (inside functions too), as ``grimp`` counts them."""
-    modules = {}
-    for path in root.rglob("*.py"):
-        parts = list(path.relative_to(root).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        modules[".".join([package, *parts])] = path
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        is_pkg = path.name == "__init__.py"
-        here = name.split(".") if is_pkg else name.split(".")[:-1]
-        out = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                out |= {a.name for a in node.names}
-            elif isinstance(node, ast.ImportFrom):
-                base = here[: len(here) - node.level + 1] if node.level else []
-                target = ".".join(base + (node.module.split(".") if node.module else []))
-                for a in node.names:
-                    sub = f"{target}.{a.name}"
-                    out.add(sub if sub in modules else target)
-        graph[name] = {m for m in out if m in modules and m != name}
-    return graph
-
-
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
-
-
-def test_the_cycle_finder_finds_a_cycle() -> None:
-    assert _cycles({"p": {"p.a"}, "p.a": {"p.b"}, "p.b": {"p.a"}}) == [["p.a", "p.b"]]
-    assert _cycles({"p": {"p.a"}, "p.a": {"p.b"}, "p.b": set()}) == []
-
-
-def test_rulescore_modules_import_without_cycles() -> None:
-    graph = _package_imports("rulescore", pathlib.Path(rulescore.__file__).parent)
-    assert graph["rulescore._projection"] >= {"rulescore._not_implemented"}
-    assert _cycles(graph) == []
