@@ -17,10 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from ad.runtime.cotangents import instance_fields
 from ad.runtime.forward import call_with
 from ad.runtime.state import deep
 from ad.runtime.state import scope as state_scope
 from ad.runtime.tracebacks import entry_point, hide_internals
+from ad.transform.holders import stateful
 from rulescore import (
     AbstractZero,
     NoTangent,
@@ -169,6 +171,20 @@ def _tangent_in(x: Any, ṫ: Any, where: str) -> Any:
             raise TypeError(
                 f"jvp: the tangent of {where} (a {type(x).__name__}) must be a "
                 f"Tangent[{type(x).__name__}] or a {type(x).__name__}, got {_describe(ṫ)}"
+            )
+        b = {n: _tangent_in(getattr(x, n), getattr(ṫ, n), f"{where}.{n}") for n in names}
+        return Tangent[type(x)]._from_backing(b)  # type: ignore[misc]
+    if type(ṫ) is type(x) and stateful(x):
+        # An instance of the user's class as its own tangent: its fields are the
+        # tangent's fields; what the class holds (a class attribute, a method) is
+        # not the instance's and has no tangent.
+        names = instance_fields(ṫ)
+        extra = [n for n in names if n not in instance_fields(x)]
+        if extra:
+            raise TypeError(
+                f"jvp: the tangent of {where} (a {type(x).__name__}) has fields the "
+                f"argument does not have: {', '.join(extra)}.\nTo fix: give a "
+                f"Tangent[{type(x).__name__}] of some of the argument's fields."
             )
         b = {n: _tangent_in(getattr(x, n), getattr(ṫ, n), f"{where}.{n}") for n in names}
         return Tangent[type(x)]._from_backing(b)  # type: ignore[misc]

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any
 
 from ad.errors import CotangentShapeError
+from ad.transform.holders import stateful
 from rulescore import AbstractZero, NoTangent, NotImplementedTangent, Tangent, ZeroTangent, unthunk
 
 _Z = ZeroTangent()
 _NO = NoTangent()
 
-__all__ = ["entries", "from_list_ct", "from_user", "np_module", "zero_like"]
+__all__ = ["entries", "from_list_ct", "from_user", "instance_fields", "np_module", "zero_like"]
 
 
 def np_module() -> Any:
@@ -101,4 +103,31 @@ def from_user(ȳ: Any) -> Any:
         if hasattr(t, "_fields"):  # a namedtuple: its Tangent, zero fields left out
             b = {k: v for k, v in zip(t._fields, vals) if not isinstance(v, AbstractZero)}
             return Tangent[t]._from_backing(b) if b else _Z
+    elif dataclasses.is_dataclass(t) or stateful(ȳ):
+        # an instance of the user's class as its own cotangent: its fields' (a
+        # class attribute is the class's, not the instance's)
+        b = {n: from_user(getattr(ȳ, n)) for n in instance_fields(ȳ)}
+        b = {k: v for k, v in b.items() if not isinstance(v, AbstractZero)}
+        return Tangent[t]._from_backing(b) if b else _Z
     return ȳ
+
+
+def instance_fields(obj: Any) -> list[str]:
+    """The fields ``obj`` holds itself: a dataclass's fields, else its
+    ``__dict__``'s and its set slots (not its class's attributes).
+
+    >>> class P:
+    ...     scale = 3.0
+    ...     def __init__(self, w):
+    ...         self.w = w
+    >>> instance_fields(P(1.0))
+    ['w']
+    """
+    if dataclasses.is_dataclass(obj):
+        return [f.name for f in dataclasses.fields(obj)]
+    names = list(getattr(obj, "__dict__", ()))
+    for cls in type(obj).__mro__:
+        for n in getattr(cls, "__slots__", ()):
+            if n not in ("__dict__", "__weakref__") and n not in names and hasattr(obj, n):
+                names.append(n)
+    return names

@@ -24,7 +24,7 @@ from ad.runtime import rules_containers as _rules_containers
 from ad.runtime import rules_item_writes as _item_writes
 from ad.runtime import rules_objects as _rules_objects
 from ad.runtime.config import ADConfig
-from ad.runtime.cotangents import np_module
+from ad.runtime.cotangents import instance_fields, np_module
 from ad.runtime.dunders import defines_inplace
 from ad.runtime.forward import (
     call_with,
@@ -295,7 +295,12 @@ def _getattr_frule(config: Any, ȯ: Any, obj: Any, name: str, bypass: bool) -> A
     if is_zero(ȯ):
         v̇: Any = _Z
     elif isinstance(ȯ, Tangent):
-        v̇ = getattr(ȯ, name)
+        try:
+            v̇ = getattr(ȯ, name)
+        except AttributeError:
+            if name in instance_fields(obj):
+                raise
+            v̇ = _Z  # a class attribute of a class with slots: no field of its Tangent
     else:
         v̇ = getattr(ȯ, name, _Z)
     return value, _with_items(value, v̇)
