@@ -28,3 +28,24 @@ def test_each_module_says_what_it_holds_and_stays_small(path):
     assert ast.get_docstring(ast.parse(text)), f"{path.relative_to(SOURCE)} has no docstring"
     n = text.count("\n")
     assert n <= MAX_LINES, f"{path.relative_to(SOURCE)} has {n} lines: split it by concept"
+
+
+def test_import_ad_registers_every_module_that_registers_rules():
+    # In a fresh interpreter: a registration-only import lost in a refactor (as
+    # ``ad.runtime.rules_callbacks``, sorted's and min's rules for keys that write,
+    # once was) would leave those calls to the general path, and the suite would
+    # not notice when another test imports the module first.
+    import re
+    import subprocess
+    import sys
+
+    registering = sorted(
+        "ad." + ".".join(p.relative_to(SOURCE).with_suffix("").parts).removesuffix(".__init__")
+        for p in MODULES
+        if re.search(r"\b(rrule|frule)\.register\(|\bnon_differentiable\(", p.read_text())
+    )
+    assert "ad.runtime.rules_callbacks" in registering
+    code = "import sys, ad; print(' '.join(sorted(m for m in sys.modules if m.startswith('ad.'))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    missing = set(registering) - set(out.stdout.split())
+    assert not missing, f"import ad does not import {sorted(missing)}: add them to ad/__init__.py"

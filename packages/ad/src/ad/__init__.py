@@ -64,6 +64,7 @@ from ad.higher import reverse_over_tangent_plumbing as _reverse_over_tangent_plu
 from ad.higher.hessian import diaghessian, hessian, hessian_reverse, hvp
 from ad.runtime import forward_rules as _forward_rules  # noqa: F401
 from ad.runtime import helpers as _helpers  # noqa: F401
+from ad.runtime import rules_callbacks as _rules_callbacks  # noqa: F401
 from ad.runtime import tracebacks as _tracebacks
 from ad.runtime.buffer import Buffer
 from ad.runtime.config import ADConfig
