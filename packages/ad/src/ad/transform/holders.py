@@ -143,6 +143,13 @@ def follow_holders(
             fn = _follow_before_calls(fn, local, active, plain, resolve)
             local_done |= local
             seeds |= local
+    if free_done:
+        # A function this one calls may write a captured holder too, reaching it by
+        # itself: its alias is followed again around such calls, as a local holder
+        # handed to one is, so the reads after see the writes (and their derivative).
+        fn = _follow_around_writing_calls(
+            fn, {_alias(n) for n in free_done}, active_names(fn, seeds, plain), plain, resolve
+        )
     if free_done or local_done:
         active = active_names(fn, seeds, plain)
     reads = {n: v for n, v in holders.items() if n not in free_done}
@@ -334,6 +341,20 @@ class _Calls:
             return None, []  # the AD's helpers and library functions write nothing of ours
         return None, _names(call.args)
 
+    def may_write_globals(self, s: ast.stmt) -> bool:
+        """Whether ``s`` is an active call that may run code writing a holder it
+        reaches by itself (a global, a capture): any call but the AD's follows and
+        in-place writes, since a library call may run a function it is handed, at
+        once (``sorted(xs, key=k)``) or later (``list(map(k, xs))``)."""
+        if not (isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)):
+            return False
+        func = s.value.func
+        if isinstance(func, ast.Name) and (
+            func.id == "_ad_follow" or func.id in IN_PLACE_HELPERS or func.id in self.plain
+        ):
+            return False
+        return value_is_active(s.value, self.active, self.plain)
+
     def plain_callee(self, s: ast.stmt) -> str | None:
         """The Python function (or method) that ``s`` calls as plain Python, if any."""
         if not (isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)):
@@ -464,6 +485,21 @@ def _follow_before_calls(
         # Again after: reads along the variable from there on go to the pass's
         # store before the call's pullback runs (its writes take them).
         return ([_follow_call(n, n, s.lineno) for n in handed],) * 2
+
+    return _around(fn, follows)
+
+
+def _follow_around_writing_calls(
+    fn: ast.FunctionDef, aliases: set[str], active: set[str], plain: frozenset[str], resolve: Any
+) -> ast.FunctionDef:
+    """``alias = _ad_follow(alias)`` around each active call of code that may write
+    the captured holders ``aliases`` stand for (``_Calls.may_write_globals``)."""
+    calls = _Calls(active, plain, resolve, _closures(fn, resolve))
+
+    def follows(s: ast.stmt) -> tuple[list[ast.stmt], list[ast.stmt]]:
+        if not calls.may_write_globals(s):
+            return [], []
+        return ([_follow_call(a, a, s.lineno) for a in sorted(aliases)],) * 2
 
     return _around(fn, follows)
 
