@@ -1,6 +1,6 @@
 """The source transform, as an ordered list of passes over the stdlib ``ast``.
 
-source -> protocols -> fence -> desugar -> anf -> inlining -> holders -> activity
+source -> protocols -> writers -> fence -> desugar -> anf -> inlining -> holders -> activity
 -> reverse (and fuse, which it calls on each block outside loops) -> codegen,
 cached per code object (and per whether the closure's captured variables are
 differentiated). Forward mode shares the front (``front``: up to activity) and
