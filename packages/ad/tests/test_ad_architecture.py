@@ -49,3 +49,14 @@ def test_import_ad_registers_every_module_that_registers_rules():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     missing = set(registering) - set(out.stdout.split())
     assert not missing, f"import ad does not import {sorted(missing)}: add them to ad/__init__.py"
+
+
+def test_the_bindings_refuse_misuse(monkeypatch):
+    from ad.runtime import calls
+    from ad.transform import bindings
+
+    with pytest.raises(TypeError, match=r"calls.bind: no dispatcher named \['rcal'\]"):
+        calls.bind(rcal=print)
+    monkeypatch.setattr(bindings, "_LIBRARY_ENTRY", [])
+    with pytest.raises(RuntimeError, match="needs ad's runtime: import ad first"):
+        bindings.library_entry(print, "reverse")

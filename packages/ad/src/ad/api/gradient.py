@@ -10,7 +10,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from ad.api.params import Params, grads_of
+from ad.api.params import Grads, Params, grads_of
 from ad.errors import CotangentShapeError, NonScalarOutputError
 from ad.runtime.cotangents import from_user
 from ad.runtime.fused_regions import NOVALUE
@@ -49,10 +49,11 @@ if _np is not None:  # ad depends on numpy; keep the lookups exact by type
 
 
 class WithGradient(NamedTuple):
-    """``withgradient``'s result: the function's value and the gradient tuple."""
+    """``withgradient``'s result: the function's value and the gradient tuple
+    (``Grads`` for implicit parameters, ``withgradient(f, Params(...))``)."""
 
     val: Any
-    grad: tuple
+    grad: tuple | Grads
 
 
 def _top_call(
@@ -371,7 +372,7 @@ def _seed(y: Any, f: Callable) -> Any:
 
 
 @entry_point
-def gradient(f: Callable, /, *args: Any, **kwargs: Any) -> tuple:
+def gradient(f: Callable, /, *args: Any, **kwargs: Any) -> tuple | Grads:
     """The gradient of a real-valued ``f`` at ``args``: one entry per argument.
 
     Entries are floats, complex numbers (``∂f/∂re + i ∂f/∂im``) or arrays for
@@ -524,7 +525,7 @@ def _call(fn: Callable) -> Any:
 def params_withgradient(f: Callable, ps: Params) -> Any:
     """``withgradient(f, ps)``: ``(val=f(), grad=Grads)``."""
     val, (df,) = withgradient(_call, f)
-    return WithGradient(val, grads_of(f, df, ps))  # type: ignore[arg-type]  # Grads, as Zygote's
+    return WithGradient(val, grads_of(f, df, ps))
 
 
 def params_pullback(f: Callable, ps: Params) -> tuple[Any, Callable]:

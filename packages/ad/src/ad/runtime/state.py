@@ -50,7 +50,6 @@ outside any, objects are followed along variables as before.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 import types
@@ -59,6 +58,7 @@ from typing import Any
 
 from ad.runtime.accumulate import acc
 from ad.runtime.single_use import ONCE
+from ad.runtime.tracebacks import internal_file
 from ad.transform.holders import CAPTURED_WRITTEN, holder, stateful
 from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
 
@@ -570,9 +570,6 @@ def read_tangent(obj: Any, name: str) -> Any:
 # variables cannot follow).
 _SUSPENDED = Pass(None)  # type: ignore[arg-type]
 _INTERNAL: dict[str, bool] = {}  # by file name: no code object kept alive
-_INTERNAL_DIRS = tuple(
-    os.path.dirname(sys.modules[name].__file__) + os.sep for name in ("rules", "rulescore", "ad")
-)
 
 
 def internal(code: types.CodeType) -> bool:
@@ -582,7 +579,7 @@ def internal(code: types.CodeType) -> bool:
     except KeyError:
         if len(_INTERNAL) >= 1024:  # bounded: files made per call (exec) leave
             _INTERNAL.clear()
-        out = _INTERNAL[code.co_filename] = code.co_filename.startswith(_INTERNAL_DIRS)
+        out = _INTERNAL[code.co_filename] = internal_file(code.co_filename)
         return out
 
 
