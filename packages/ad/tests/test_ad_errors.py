@@ -5,6 +5,7 @@ import re
 
 import numpy as np
 import pytest
+from ad_testing import fd_gradient
 
 import ad
 from rulescore import NoTangent, rrule
@@ -127,6 +128,42 @@ def test_item_assignment_into_an_array_others_see_is_a_clear_error():
 
     with pytest.raises(ad.MutationError, match=rf"(?s)repeated indices \(at {HERE}:\d+\)"):
         ad.gradient(repeated, np.ones(3))
+
+
+def _add_twice_by_list(v):
+    a = v * 1.0
+    a[[0, 0]] += v[1]  # numpy adds once (buffered), not twice
+    return a[0] * 1.0
+
+
+def _add_twice_by_pairs(v):
+    a = np.outer(v, v)
+    a[np.array([1, 1]), np.array([0, 0])] += v[0]
+    return np.sum(a)
+
+
+def _written_twice_by_tuple(v):
+    a = v * 1.0
+    a[([2, 0, 2],)] = v[:3] * 2.0
+    return np.sum(a)
+
+
+@pytest.mark.parametrize("f", [_add_twice_by_list, _add_twice_by_pairs, _written_twice_by_tuple])
+def test_repeated_indices_of_any_spelling_are_refused(f):
+    # was: [2, 2] for _add_twice_by_list where [1, 1] is right (the add counted twice)
+    with pytest.raises(ad.MutationError, match=rf"(?s)repeated indices \(at {HERE}:\d+\).*add\.at"):
+        ad.gradient(f, np.array([1.0, 2.0, 3.0]))
+
+
+def test_fancy_indices_naming_each_entry_once_are_differentiated():
+    def f(v):
+        a = v * 1.0
+        a[[2, 0]] += v[1]
+        a[np.array([True, False, True])] *= 3.0
+        return np.sum(a * v)
+
+    v = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(ad.gradient(f, v)[0], fd_gradient(f, v)[0], rtol=1e-7)
 
 
 def test_item_assignment_into_an_array_nobody_else_sees_is_differentiated():

@@ -144,7 +144,36 @@ def appends_through_items_hand(x):
     return 3 * x**2 + 1.0  # f = x³ + x
 
 
+def write_beside_a_read(x):
+    rows = [[x, 0.0], [x * x]]
+    rows[0][1] = 2.0  # a constant written beside x: rows[0][0] still carries x
+    return rows[0][0] * rows[1][0] + rows[0][1]
+
+
+def write_beside_a_read_hand(x):
+    return 3 * x**2  # f = x³ + 2
+
+
+class Holder:
+    pass
+
+
+def appends_beside_reads(x):
+    h = Holder()
+    h.xs = [x]
+    h.xs.append(x * x)  # the entry read before the append still carries x
+    d = {"k": {"a": x}}
+    d["k"]["b"] = 3.0
+    return h.xs[0] + h.xs[1] + d["k"]["a"] * d["k"]["b"]
+
+
+def appends_beside_reads_hand(x):
+    return 4 + 2 * x  # f = x + x² + 3x
+
+
 CASES = [
+    (write_beside_a_read, (1.3,), write_beside_a_read_hand),
+    (appends_beside_reads, (0.7,), appends_beside_reads_hand),
     (memo_method, (0.7, 1.3), memo_method_hand),
     (appends_through_attributes, (1.3,), appends_through_attributes_hand),
     (appends_through_items, (0.8,), appends_through_items_hand),

@@ -330,7 +330,6 @@ for _f in (
     builtins.range,
     builtins.isinstance,
     builtins.issubclass,
-    builtins.round,
     builtins.int,
     builtins.bool,
     builtins.hash,
@@ -348,4 +347,7 @@ for _f in (
 ):
     non_differentiable(_f)
 non_differentiable(builtins.float, str)
+# round of a number (a user class's __round__ is its own code, differentiated by an AD)
+non_differentiable(builtins.round, Num)
+non_differentiable(builtins.round, Num, numbers.Integral | None)
 non_differentiable(builtins.complex, str)

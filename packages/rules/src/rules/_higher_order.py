@@ -1,8 +1,12 @@
-"""Rules for higher-order builtins: ``map``, ``filter``, ``sorted``, ``functools.reduce``.
+"""Rules for higher-order builtins: ``map``, ``filter``, ``sorted``, ``functools.reduce``,
+and ``sum`` over objects whose ``+`` is their class's own.
 
 ``map`` and ``reduce`` differentiate the function they are given by calling
 back into the AD (``rrule_via_ad``), so they are registered for configs with
-``HasReverseMode``. Under these rules ``map``/``filter`` return lists rather
+``HasReverseMode``. ``sum`` of numbers and arrays is linear (``rules``' plain rule);
+``sum`` of anything else calls its items' ``__add__``/``__radd__``, which may be any
+function: under a config that can, it is ``functools.reduce(operator.add, xs, start)``,
+differentiated as that. Under these rules ``map``/``filter`` return lists rather
 than lazy iterators, so that each element can send its derivative back.
 ``sorted``'s ``key`` and ``filter``'s predicate are not differentiated: no
 derivative flows through a comparison. The frules of ``map`` and ``reduce``
@@ -24,8 +28,13 @@ writes' derivative would be lost.)
 
 from __future__ import annotations
 
+import builtins
 import functools
+import numbers
+import operator
 from typing import Any
+
+import numpy as np
 
 from rulescore import (
     AbstractZero,
@@ -40,6 +49,7 @@ from rulescore import (
     unthunk,
 )
 
+from ._arithmetic import DuckArray
 from ._sequences import seq_cotangent, seq_entries
 
 __all__: list[str] = []
@@ -135,6 +145,31 @@ def _(config: Any, f: Any, xs: Any, *init: Any) -> Any:
     return _returning(acc, reduce_pullback, pbs)
 
 
+_LINEAR = (numbers.Number, np.ndarray, np.generic, DuckArray, AbstractZero)
+_Sequence = tuple | list | np.ndarray
+
+
+def _adds_objects(xs: Any, start: tuple) -> bool:
+    """Whether ``sum(xs, *start)`` adds something other than numbers and arrays
+    (whose ``+`` is linear and ``rules``' plain rule differentiates)."""
+    if type(xs) is np.ndarray:
+        return xs.dtype == object
+    return not all(isinstance(v, _LINEAR) for v in (*start, *xs))
+
+
+@rrule.register(builtins.sum, config=HasReverseMode)
+def _(config: Any, xs: _Sequence, *start: Any) -> Any:
+    if not _adds_objects(xs, start):
+        return rrule(builtins.sum, xs, *start)
+    y, pb = rrule(config, functools.reduce, operator.add, xs, start[0] if start else 0)
+
+    def sum_pullback(ȳ: Any) -> tuple:
+        _, _, x̄s, s̄ = pb(ȳ)
+        return (_NO, x̄s, s̄) if start else (_NO, x̄s)
+
+    return _returning(y, sum_pullback, [pb])
+
+
 @rrule.register(sorted)
 def _(xs: Any, *, key: Any = None, reverse: bool = False) -> Any:
     items = list(xs)
@@ -214,6 +249,18 @@ def _(config: Any, ḟ: Any, *rest: Any) -> Any:
     for x, ẋ in zip(items[start:], tangents[start:]):
         acc, ȧcc = frule_via_ad(config, (ḟn, ȧcc, ẋ), f, acc, x)
     return acc, ȧcc
+
+
+@frule.register(builtins.sum, config=HasForwardsMode)
+def _(config: Any, ḟ: Any, *rest: Any) -> Any:
+    k = len(rest) // 2
+    xs, start = rest[k], rest[k + 1 :]
+    if not isinstance(xs, _Sequence) or not _adds_objects(xs, start):
+        return frule((ḟ, *rest[:k]), builtins.sum, *rest[k:])
+    ṡ = rest[1:k] if start else (_ZERO,)
+    return frule(
+        config, (ḟ, _NO, rest[0], *ṡ), functools.reduce, operator.add, xs, *(start or (0,))
+    )
 
 
 @frule.register(sorted)

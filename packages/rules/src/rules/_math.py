@@ -37,7 +37,7 @@ from rulescore import (
     unthunk,
 )
 
-from ._arithmetic import is_integer, pow_dx, pow_dy
+from ._arithmetic import Num, is_integer, pow_dx, pow_dy
 from ._sequences import seq_cotangent, seq_entries
 
 __all__ = ["digamma"]
@@ -162,10 +162,11 @@ for _name, _partials in _PARTIALS.items():
     if _f is not None:
         scalar_rule(_f, _partials)
 
+# floor, ceil and trunc of a number (a user class's __floor__ ... is its own code)
+for _name in ("floor", "ceil", "trunc"):
+    non_differentiable(getattr(math, _name), Num)
+
 for _name in (
-    "floor",
-    "ceil",
-    "trunc",
     "isnan",
     "isinf",
     "isfinite",

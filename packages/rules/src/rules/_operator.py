@@ -83,14 +83,13 @@ for _f in (
     operator.indexOf,
     operator.index,
     operator.length_hint,
-    operator.and_,
-    operator.or_,
-    operator.xor,
-    operator.invert,
-    operator.lshift,
-    operator.rshift,
 ):
     non_differentiable(_f)
+# Bit operations on numbers (a user class's __and__, __invert__ ... is its own code,
+# which an AD differentiates: no rule here for it).
+for _f in (operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift):
+    non_differentiable(_f, Num, Num)
+non_differentiable(operator.invert, Num)
 
 # String concatenation and repetition.
 non_differentiable(operator.add, str, str)

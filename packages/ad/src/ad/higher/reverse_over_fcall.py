@@ -58,11 +58,11 @@ from ad.runtime import rules_objects as _rules_objects
 from ad.runtime import state as _state
 from ad.runtime import wrappers as _wrappers
 from ad.runtime.config import ADConfig
+from ad.runtime.constructors import init_to_differentiate
 from ad.runtime.cotangents import entries
 from ad.runtime.library_code import library_callable
 from ad.runtime.nested_kernels import fcall_pair
 from ad.runtime.reverse import field_ct, rcall, rcall_kw
-from ad.runtime.reverse_fallback import _python_init
 from ad.runtime.reverse_functions import call_function
 from ad.runtime.tracebacks import function_name
 from rulescore import NoTangent, Projector, Tangent, ZeroTangent, rrule
@@ -150,12 +150,10 @@ def _fcall_rrule_body(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, 
             return _through_super_init(init, ts, args)
     if (
         isinstance(f, type)
-        and not dataclasses.is_dataclass(f)
-        and not hasattr(f, "_fields")
         and f not in _forward._FRULES  # a class with an frule (np.vectorize): its rule
         and not _tangent_class(f)  # linear in its entries (below), not its __init__
     ):
-        init = _python_init(f)
+        init = init_to_differentiate(f)  # None for a record's constructor (below)
         if init is not None:
             return _through_init(f, init, ts, args)
     if (_forward._hashable(f) and f in _STRUCTURAL) or _tangent_class(f):
@@ -344,6 +342,25 @@ def _fcall_gen_rrule(
             return _fcall_gen_cts(f_ct, ts_ct, args_ct, kw or {}, kwnames, kw_ts_cts)
 
         return out, _state.keep_stateful(plain_pb, plain_kw_pullback)
+    init = None
+    if isinstance(f, type) and not ruled and not _tangent_class(f):
+        init = init_to_differentiate(f)
+    if init is not None and moving:  # a class built with keywords: its __init__'s pushforward
+        out, init_pb = _pushforward_call(
+            init,
+            (_Z, _Z, *arg_ts),
+            (object.__new__(f), *args),
+            kwargs,
+            dict(zip(kwnames, kw_ts)),
+            as_init=True,
+        )
+
+        def init_kw_pullback(ct: Any) -> tuple:
+            _, ts_ct, args_ct, kw, kw_ts_ct = init_pb(ct)
+            kw_ts_cts = tuple(kw_ts_ct[k] for k in kwnames)
+            return _fcall_gen_cts(_NO, (_Z, *ts_ct[2:]), args_ct[1:], kw, kwnames, kw_ts_cts)
+
+        return out, _state.keep_stateful(init_pb, init_kw_pullback)
     if not python and not all(_is_zero(t) for t in kw_ts):
         raise _unsupported(
             f"a keyword argument of {name} carries a derivative in forward mode, which "

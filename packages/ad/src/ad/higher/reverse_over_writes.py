@@ -13,6 +13,7 @@ tangents beside them (``_through_append``, ``_through_setitem``).
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -153,7 +154,13 @@ def _field_read_pass(f: Any, args: tuple) -> Any:
     try:
         value = obj.__dict__[name]
     except (AttributeError, KeyError, TypeError):
-        return None  # a class attribute, a slot, a method: the frule's cases
+        slot = next((k.__dict__[name] for k in type(obj).__mro__ if name in k.__dict__), None)
+        if type(slot) is not types.MemberDescriptorType:
+            return None  # a class attribute, a method: the frule's cases
+        try:
+            value = slot.__get__(obj, type(obj))  # a field kept in __slots__
+        except AttributeError:
+            return None
     return p if not callable(value) else None
 
 

@@ -28,12 +28,13 @@ called as Python calls it, to see whether it defers.
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 import types
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["defines_inplace", "dispatch"]
+__all__ = ["defines_inplace", "dispatch", "overriding"]
 
 _FunctionType = types.FunctionType
 
@@ -63,7 +64,13 @@ _UNARY: dict[Any, tuple[str, str]] = {
     operator.abs: ("__abs__", "bad operand type for abs(): '{}'"),
     builtins.abs: ("__abs__", "bad operand type for abs(): '{}'"),
     operator.getitem: ("__getitem__", "'{}' object is not subscriptable"),
+    builtins.round: ("__round__", "type {} doesn't define __round__ method"),
+    math.floor: ("__floor__", "must be real number, not {}"),
+    math.ceil: ("__ceil__", "must be real number, not {}"),
+    math.trunc: ("__trunc__", "type {} doesn't define __trunc__ method"),
 }
+#: the unary operators that take a second argument (``obj[key]``, ``round(x, n)``)
+_WITH_ARGUMENT = {operator.getitem: (2,), builtins.round: (1, 2)}
 #: ``x op= y`` -> (its method, the binary operator it falls back to)
 _INPLACE: dict[Any, tuple[str, Any]] = {
     getattr(operator, f"i{op.__name__.rstrip('_')}"): (
@@ -103,7 +110,7 @@ def _plan(f: Any, args: tuple) -> list[tuple[Any, tuple[int, ...]]] | None:
             plan += [(rhs, (1, 0)), (lhs, (0, 1))]
         else:
             plan += [(lhs, (0, 1)), (rhs, (1, 0))]
-    elif f in _UNARY and len(args) == (2 if f is operator.getitem else 1):
+    elif f in _UNARY and len(args) in _WITH_ARGUMENT.get(f, (1,)):
         plan.append((_method(type(args[0]), _UNARY[f][0]), tuple(range(len(args)))))
     plan = [(m, order) for m, order in plan if m is not None]
     if not any(type(m) is _FunctionType for m, _ in plan):
@@ -144,3 +151,15 @@ def defines_inplace(inplace: Any, x: Any) -> bool:
     ...) in Python, as ``__iadd__``: then ``x op= y`` calls it, not ``x op y``."""
     name = _INPLACE[inplace][0]
     return type(_method(type(x), name)) is _FunctionType
+
+
+def overriding(obj: Any, name: str) -> Any:
+    """The Python method ``name`` of ``obj``'s class when ``obj`` is an instance of
+    a subclass of ``list`` or ``dict`` that defines it (a ``__setitem__`` that
+    scales, an ``append`` that logs): Python calls it, so the builtin's rule,
+    which ``isinstance`` dispatch would pick, does not apply. None otherwise."""
+    cls = type(obj)
+    if cls is list or cls is dict:
+        return None
+    m = _method(cls, name)
+    return m if type(m) is _FunctionType else None

@@ -23,10 +23,11 @@ from ad.runtime import plain_calls as _plain_calls
 from ad.runtime import wrappers as _wrappers
 from ad.runtime.accumulate import field_ct, fn_tangent
 from ad.runtime.config import ADConfig
+from ad.runtime.constructors import init_to_differentiate
 from ad.runtime.keywords import keyword_reason, keywords_as_positions, maybe_differentiable
 from ad.runtime.library_code import library_class
 from ad.runtime.reverse import call_site
-from ad.runtime.reverse_fallback import _hashable, _python_init
+from ad.runtime.reverse_fallback import _hashable
 from ad.runtime.state import TANGENT_PASSES as _TANGENT_PASSES
 from ad.runtime.state import internal as _internal
 from ad.runtime.state import suspended as _suspended
@@ -315,14 +316,14 @@ def _construct(cls: type, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: di
         if kw:
             b["keywords"] = _DictT._from_backing(kw)
         return y, Tangent[functools.partial]._from_backing(b) if b else _Z
+    if (init := init_to_differentiate(cls)) is not None:
+        # Push forward through its __init__, whose output is the object.
+        obj = object.__new__(cls)
+        return call_function(init, (_Z, _Z, *ts[1:]), (obj, *args), kwargs, kw_ts, as_init=True)
     if dataclasses.is_dataclass(cls):
         names = [f.name for f in dataclasses.fields(cls) if f.init]
     elif issubclass(cls, tuple) and hasattr(cls, "_fields"):
         names = list(cls._fields)
-    elif (init := _python_init(cls)) is not None:
-        # A plain class: push forward through its __init__, whose output is the object.
-        obj = object.__new__(cls)
-        return call_function(init, (_Z, _Z, *ts[1:]), (obj, *args), kwargs, kw_ts, as_init=True)
     elif library_class(cls):  # C code or the standard library's: plainly
         name = f"the constructor of {cls.__module__}.{cls.__qualname__}"
         return _plain_calls.forward_call(cls, ts, args, kwargs, kw_ts, name)

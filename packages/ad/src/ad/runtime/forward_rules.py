@@ -25,7 +25,7 @@ from ad.runtime import rules_item_writes as _item_writes
 from ad.runtime import rules_objects as _rules_objects
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import instance_fields, np_module
-from ad.runtime.dunders import defines_inplace
+from ad.runtime.dunders import defines_inplace, overriding
 from ad.runtime.forward import (
     call_with,
     entries,
@@ -393,6 +393,10 @@ def _(config: Any, ḟ: Any, ȯ: Any, k̇: Any, v̇: Any, obj: Any, key: Any, va
             ẏ[...] = unthunk(ȯ)
         ẏ[key] = 0 if is_zero(v̇) else unthunk(v̇)
         return y, ẏ
+    if overriding(obj, "__setitem__") is not None:  # a list or dict subclass's own
+        ȯ = merged_tangent(follow(obj), ȯ)  # followed by identity, as a method's receiver
+        fcall(obj.__setitem__, (ȯ, _Z, v̇), key, value)
+        return obj, ȯ
     ṫ = set_entry(obj, key, ȯ, v̇)
     _written_item(obj, key, v̇)
     obj[key] = value
@@ -436,6 +440,10 @@ def set_entry(obj: Any, key: Any, ȯ: Any, v̇: Any) -> Any:
 
 @frule.register(_helpers.append, config=ADConfig)
 def _(config: Any, ḟ: Any, l̇: Any, v̇: Any, lst: list, value: Any) -> Any:
+    if overriding(lst, "append") is not None:  # a list subclass's own
+        l̇ = merged_tangent(follow(lst), l̇)  # followed by identity, as a method's receiver
+        fcall(lst.append, (l̇, v̇), value)
+        return lst, l̇
     es = entries(l̇, len(lst), lst)
     _written_item(lst, len(lst), v̇)
     # appended by the helper, not by the method: pushed forward again (forward over
@@ -493,11 +501,15 @@ def _followed_item(ẋ: Any, x: Any, key: Any) -> Any:
 
 @frule.register(operator.getitem, config=ADConfig)
 def _(config: Any, ḟ: Any, ẋ: Any, k̇: Any, x: list, key: numbers.Integral | slice) -> Any:
+    if (own := overriding(x, "__getitem__")) is not None:  # a list subclass's own
+        return fcall(own, (_Z, ẋ, k̇), x, key)
     return _followed_item(ẋ, x, key)
 
 
 @frule.register(operator.getitem, config=ADConfig)
 def _(config: Any, ḟ: Any, ẋ: Any, k̇: Any, x: dict, key) -> Any:  # any key, as rules'
+    if (own := overriding(x, "__getitem__")) is not None:  # a dict subclass's own
+        return fcall(own, (_Z, ẋ, k̇), x, key)
     return _followed_item(ẋ, x, key)
 
 

@@ -37,6 +37,7 @@ from ad.runtime import dunders as _dunders
 from ad.runtime import plain_calls as _plain_calls
 from ad.runtime import wrappers as _wrappers
 from ad.runtime.accumulate import kw_ct
+from ad.runtime.constructors import init_to_differentiate
 from ad.runtime.library_code import library_class
 from ad.runtime.reverse_functions import call_function
 from ad.runtime.single_use import ONCE, handoff, new_token
@@ -164,14 +165,14 @@ def _construct(cls: type, args: tuple, kwargs: dict | None) -> tuple[Any, Callab
     if issubclass(cls, Tangent):
         return _construct_tangent(cls, args, kwargs)
     kwargs = kwargs or {}
+    init = init_to_differentiate(cls)
+    if init is not None:
+        return _construct_with_init(cls, init, args, kwargs)
     if dataclasses.is_dataclass(cls):
         names = [f.name for f in dataclasses.fields(cls) if f.init]
     elif issubclass(cls, tuple) and hasattr(cls, "_fields"):
         names = list(cls._fields)
     else:
-        init = _python_init(cls)
-        if init is not None:
-            return _construct_with_init(cls, init, args, kwargs)
         name = f"the constructor of {cls.__module__}.{cls.__qualname__}"
         if library_class(cls):  # C code or the standard library's: plainly
             return _plain_calls.reverse_call(cls, args, kwargs or None, name)
@@ -235,14 +236,6 @@ def _construct_tangent(cls: type, args: tuple, keywords: dict | None) -> tuple[A
         return (_NO, *cts, kw) if keywords is not None else (_NO, *cts)
 
     return y, tangent_constructor_pullback
-
-
-def _python_init(cls: type) -> Any:
-    """``cls.__init__`` when it is Python code and ``__new__`` is object's, else None."""
-    if cls.__new__ is not object.__new__:
-        return None
-    init = cls.__init__
-    return init if type(init) is _FunctionType else None
 
 
 def _construct_with_init(cls: type, init: Any, args: tuple, kwargs: dict | None) -> tuple:

@@ -17,7 +17,7 @@ from ad.errors import MutationError
 from ad.runtime import reverse as _runtime
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import entries, from_list_ct, np_module
-from ad.runtime.dunders import defines_inplace
+from ad.runtime.dunders import defines_inplace, overriding
 from ad.runtime.rules_objects import _follow_rule
 from ad.runtime.state import item_key, item_write_pullback, keep_stateful, tracked
 from rules.extension import getrefcount as _getrefcount
@@ -43,6 +43,8 @@ def _(config: Any, obj: Any, key: Any, value: Any) -> Any:
     np = np_module()
     if np is not None and isinstance(obj, np.ndarray):
         return array_setitem(obj, key, value)
+    if overriding(obj, "__setitem__") is not None:  # a list or dict subclass's own
+        return _method_write(config, obj, "__setitem__", key, value)
     p = tracked(obj)
     if p is not None and isinstance(obj, (list, dict)):  # followed by identity (ad.runtime.state)
         if isinstance(obj, list) and not isinstance(key, int):
@@ -93,11 +95,12 @@ def array_setitem(x: Any, key: Any, value: Any) -> Any:
     write copies ``x``: to fill a large array entry by entry, use ``ad.Buffer``.
     """
     np = np_module()
-    if isinstance(key, np.ndarray) and key.dtype.kind in "iu" and len(np.unique(key)) < key.size:
+    if _repeats(np, x, key):
         raise MutationError(
             f"item assignment with repeated indices (at {_runtime.call_site()}): which write "
             "wins is up to numpy, so its derivative is not defined.\n"
-            "To fix: index each entry once (np.unique), or build the array out of place."
+            "To fix: index each entry once (np.unique), add once per occurrence with "
+            "np.add.at(a, idx, v), or build the array out of place."
         )
     y = x.copy()
     y[key] = value  # numpy's own broadcasting, casting and errors
@@ -114,6 +117,17 @@ def array_setitem(x: Any, key: Any, value: Any) -> Any:
     return y, array_setitem_pullback
 
 
+def _repeats(np: Any, x: Any, key: Any) -> bool:
+    """Whether ``x[key] = v`` writes some entry of ``x`` twice: an index array or
+    list (alone or in a tuple) naming one position more than once (``a[[0, 0]]``,
+    ``a[[1, 1], [2, 2]]``). Basic indexing and boolean masks name each once."""
+    parts = key if type(key) is tuple else (key,)
+    if not any(isinstance(k, (list, np.ndarray)) and np.asarray(k).dtype != bool for k in parts):
+        return False
+    written = np.arange(x.size).reshape(x.shape)[key]  # the flat positions written
+    return np.unique(written).size < np.size(written)
+
+
 def append(lst: Any, value: Any) -> Any:
     lst.append(value)
     return lst
@@ -121,6 +135,8 @@ def append(lst: Any, value: Any) -> Any:
 
 @rrule.register(append, config=ADConfig)
 def _(config: Any, lst: list, value: Any) -> Any:
+    if overriding(lst, "append") is not None:  # a list subclass's own
+        return _method_write(config, lst, "append", value)
     n = len(lst)
     lst.append(value)
     p = tracked(lst)
@@ -146,20 +162,28 @@ def _(config: Any, lst: list, value: Any) -> Any:
 
 @rrule.register(append, config=ADConfig)
 def _(config: Any, obj: object, value: Any) -> Any:
-    """``obj.append(v)`` on anything but a list (a user class's method, a deque):
-    the method itself, differentiated as any call is (from its source, by its rule,
-    or as plain Python under ``plain_calls``' checks). The helper's output is
-    ``obj`` again: its cotangent passes through, plus what the method's reads of
-    its receiver give."""
+    """``obj.append(v)`` on anything but a list (a user class's method, a deque)."""
+    return _method_write(config, obj, "append", value)
+
+
+def _method_write(config: Any, obj: Any, name: str, *args: Any) -> Any:
+    """A helper's write done by ``obj``'s own method ``name`` (a user class's, a
+    deque's, a list subclass's ``append`` or ``__setitem__``), differentiated as
+    any call is (from its source, by its rule, or as plain Python under
+    ``plain_calls``' checks). The helper's output is ``obj`` again: its
+    cotangent passes through, plus what the method's reads of its receiver give."""
     # followed by identity from here, as the receiver of any method call is
     obj, fpb = _follow_rule(config, obj)
-    _, pb = _runtime.rcall(obj.append, value)
+    _, pb = _runtime.rcall(getattr(obj, name), *args)
 
-    def method_append_pullback(ȳ: Any) -> tuple:
-        dm, dv = pb(_Z)  # the method's value (None) carries no cotangent
-        return (_NO, fpb(_runtime.acc(ȳ, dm))[1], dv)
+    def method_write_pullback(ȳ: Any) -> tuple:
+        dm, *dargs = pb(_Z)  # the method's value (None) carries no cotangent
+        d_obj = fpb(_runtime.acc(ȳ, dm))[1]
+        if name == "append":
+            return (_NO, d_obj, *dargs)
+        return (_NO, d_obj, _NO, dargs[1])  # __setitem__: the key has none
 
-    return obj, keep_stateful(fpb, keep_stateful(pb, method_append_pullback))
+    return obj, keep_stateful(fpb, keep_stateful(pb, method_write_pullback))
 
 
 def inplace_helper(op: str) -> Callable:

@@ -31,6 +31,7 @@ from ad.runtime.attribute_routes import (
 from ad.runtime.checks import _carries_derivative
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import np_module
+from ad.runtime.dunders import overriding
 from ad.runtime.reverse_functions import call_function
 from ad.runtime.state import (
     current,
@@ -369,7 +370,8 @@ def _(config: Any, obj: Any, site: str) -> Any:
     if current() is None or nested():  # differentiated at a higher order
         raise nested_write_refused(site)
     _, pb = _follow_rule(config, obj)
-    return obj, lambda ȳ: (*pb(ȳ), _NO)
+    # Stateful as follow's: it must run to hand back what reads after the write left
+    return obj, keep_stateful(pb, lambda ȳ: (*pb(ȳ), _NO))
 
 
 def nested_write_refused(site: str) -> MutationError:
@@ -387,6 +389,8 @@ def nested_write_refused(site: str) -> MutationError:
 
 @rrule.register(operator.getitem, config=ADConfig)
 def _(config: Any, obj: list, key: numbers.Integral | slice) -> Any:
+    if (own := overriding(obj, "__getitem__")) is not None:  # a list subclass's own
+        return _runtime.rcall(own, obj, key)
     p = tracked(obj)
     if p is not None:  # followed by identity (ad.runtime.state)
         return obj[key], read_item_pullback(p, obj, key)
@@ -395,6 +399,8 @@ def _(config: Any, obj: list, key: numbers.Integral | slice) -> Any:
 
 @rrule.register(operator.getitem, config=ADConfig)
 def _(config: Any, obj: dict, key) -> Any:  # any key, as rules' rule for dicts
+    if (own := overriding(obj, "__getitem__")) is not None:  # a dict subclass's own
+        return _runtime.rcall(own, obj, key)
     p = tracked(obj)
     if p is not None:
         return obj[key], read_item_pullback(p, obj, key)

@@ -71,7 +71,7 @@ _PLAIN_MODULES = ("builtins", "numpy", "dask", "cupy")
 
 def stateful(obj: Any) -> bool:
     """Whether ``obj`` is an instance of a user class whose fields can be written
-    (not a tuple, a frozen dataclass, a class, a function, a tangent, numpy's, nor
+    (not a tuple, a frozen dataclass (unless its ``__post_init__`` writes it), a class, a function, a tangent, numpy's, nor
     a class keeping its own account of its writes, as ``ad.Buffer`` does: it says
     so with a true class attribute ``_ad_keeps_its_writes``)."""
     cls = type(obj)
@@ -85,7 +85,11 @@ def stateful(obj: Any) -> bool:
         or issubclass(
             cls, (tuple, type, Tangent, AbstractZero, types.FunctionType, types.ModuleType)
         )
-        or (dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen)  # type: ignore[attr-defined]
+        or (
+            dataclasses.is_dataclass(cls)
+            and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+            and not hasattr(cls, "__post_init__")  # which writes the object it builds
+        )
     )
     if len(_STATEFUL) >= 1024:  # bounded: classes made per call leave
         _STATEFUL.clear()
