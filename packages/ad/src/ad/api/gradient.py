@@ -11,13 +11,14 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ad.api.params import Grads, Params, grads_of
+from ad.api.written_arguments import held, written_arguments
 from ad.errors import CotangentShapeError, NonScalarOutputError
 from ad.runtime.cotangents import from_user
 from ad.runtime.fused_regions import NOVALUE
 from ad.runtime.reverse import ONCE, rcall, rcall_kw
 from ad.runtime.reverse_functions import call_function
 from ad.runtime.single_use import handoff, new_token
-from ad.runtime.state import deep
+from ad.runtime.state import deep, follow
 from ad.runtime.state import scope as state_scope
 from ad.runtime.tracebacks import entry_point, hide_internals
 from rulescore import (
@@ -65,6 +66,35 @@ def _top_call(
 
 
 def _unscoped_top_call(
+    f: Callable, args: tuple, novalue: bool = False, kwargs: dict | None = None
+) -> tuple[Any, Callable]:
+    written = written_arguments(f, args)
+    if written:
+        return _following_written(written, f, args, novalue, kwargs)
+    return _plain_top_call(f, args, novalue, kwargs)
+
+
+def _following_written(
+    written: list[int], f: Callable, args: tuple, novalue: bool, kwargs: dict | None
+) -> tuple[Any, Callable]:
+    """``f(*args, **kwargs)`` with the user objects it writes followed by identity
+    from the start (``ad.api.written_arguments``); each one's follow pullback turns
+    its cotangent along the parameter into that of its state before the call."""
+    follows = {i: rcall(follow, held(f, args, i))[1] for i in written}
+    y, pb = _plain_top_call(f, args, novalue, kwargs)
+
+    def written_arguments_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
+        if ONCE.expect is not None:
+            handoff(pb, _once)
+        cts = list(pb(ȳ))
+        for i, follow_pb in follows.items():
+            cts[1 + i] = follow_pb(cts[1 + i])[1]  # RECEIVER: cts[0], the method's
+        return tuple(cts)
+
+    return y, written_arguments_pullback
+
+
+def _plain_top_call(
     f: Callable, args: tuple, novalue: bool = False, kwargs: dict | None = None
 ) -> tuple[Any, Callable]:
     # At the top level nobody asks for f's own tangent: captured variables

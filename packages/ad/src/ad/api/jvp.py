@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from ad.api.written_arguments import held, written_arguments
 from ad.runtime.cotangents import instance_fields
 from ad.runtime.forward import call_with
-from ad.runtime.state import deep
+from ad.runtime.state import deep, follow
 from ad.runtime.state import scope as state_scope
 from ad.runtime.tracebacks import entry_point, hide_internals
 from ad.transform.holders import stateful
@@ -88,6 +89,8 @@ def jvp(f: Callable, args: tuple, tangents: tuple, /, **kwargs: Any) -> tuple[An
         # Passed as one tuple, not unpacked into a call: no reference out of sight.
         args = (*args,)
         with state_scope(forward=True), deep:  # one differentiation (see ad.runtime.state)
+            for i in written_arguments(f, args):  # see ad.api.written_arguments
+                follow(held(f, args, i))
             y, ẏ = call_with(f, (_Z, *ts), args, kwargs, {k: _Z for k in kwargs})
         return y, tangent_out(y, ẏ)
     except Exception as e:
