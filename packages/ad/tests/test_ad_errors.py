@@ -247,3 +247,30 @@ def test_a_seed_of_the_wrong_shape_is_named_as_the_callers_not_a_rules():
         back(np.ones(2))
     assert back(np.ones(3))[0].tolist() == [2.0, 2.0, 2.0]
     assert back(2.0)[0].tolist() == [4.0, 4.0, 4.0]  # a number still broadcasts
+
+
+HISTORY = {"vals": []}
+
+
+def _append_into_a_global(a):
+    HISTORY["vals"].append(a * a)  # the list reached through a global: C code writes it
+    return HISTORY["vals"][-1] * a
+
+
+def _store_a_new_list_into_the_global(a):  # the fix the error gives
+    HISTORY["vals"] = HISTORY["vals"] + [a * a]
+    return HISTORY["vals"][-1] * a
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_an_append_the_ad_cannot_follow_names_a_fix_that_works(mode):
+    a = 1.3
+    with pytest.raises(
+        ad.NoRuleError, match=rf"(?s)list\.append.*{HERE}:\d+.*G\['k'\] = G\['k'\] \+ \[v\]"
+    ):
+        if mode == "reverse":
+            ad.gradient(_append_into_a_global, a)
+        else:
+            ad.jvp(_append_into_a_global, (a,), (1.0,))
+    assert ad.gradient(_store_a_new_list_into_the_global, a)[0] == pytest.approx(3 * a * a)
+    assert ad.jvp(_store_a_new_list_into_the_global, (a,), (1.0,))[1] == pytest.approx(3 * a * a)

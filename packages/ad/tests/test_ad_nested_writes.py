@@ -1,6 +1,6 @@
 """Writes into a container read out of another object or container:
 ``self.memo[k] = v`` (a cache in a method), ``rows[i][j] = v``, ``d["a"]["b"] = v``,
-``self.items[i] = v``. The container so reached is followed by identity
+``self.items[i] = v``, ``u.sh.w = v``. The container so reached is followed by identity
 (``ad.runtime.rules_objects.follow_written``): the write happens to it, as in Python,
 and its reads after the write, through any holder, are differentiated.
 An array reached that way is refused, naming the line and a fix.
@@ -171,7 +171,31 @@ def appends_beside_reads_hand(x):
     return 4 + 2 * x  # f = x + x² + 3x
 
 
+class Shared:
+    def __init__(self, w):
+        self.w = w
+
+
+class Unit:
+    def __init__(self, w):
+        self.sh = Shared(w)
+        self.scale = 2.0
+
+
+def nested_attributes(x, y):
+    u = Unit(y)
+    u.sh.w = x * u.sh.w  # a.b.c = v: into the object u.sh, as Python writes it
+    u.sh.w += x * x
+    s = u.sh  # the same object through a second name
+    return s.w * u.scale  # 2(xy + x²)
+
+
+def nested_attributes_hand(x, y):
+    return (2 * y + 4 * x, 2 * x)
+
+
 CASES = [
+    (nested_attributes, (0.8, 1.7), nested_attributes_hand),
     (write_beside_a_read, (1.3,), write_beside_a_read_hand),
     (appends_beside_reads, (0.7,), appends_beside_reads_hand),
     (memo_method, (0.7, 1.3), memo_method_hand),

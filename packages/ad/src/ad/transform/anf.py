@@ -121,11 +121,8 @@ class _Normalizer(Expressions, ControlForms):
             return
         if isinstance(target, ast.Attribute):
             obj = target.value
-            if not isinstance(obj, ast.Name):
-                raise self.error(
-                    target,
-                    "assignment to a nested attribute (a.b.c = v) is not supported; assign to a local name first",
-                )
+            if not isinstance(obj, ast.Name):  # a.b.c = v: into the object a.b, followed
+                obj = self.followed_container(obj, target, out)
             v = value if is_atom(value) else self.bind(value, out)
             out.append(
                 self.assign(
