@@ -15,6 +15,8 @@ each, since the transform is cached per function), so both paths are checked.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 from ad_testing import fd_gradient
 
@@ -152,3 +154,43 @@ def test_the_writes_happen_as_in_python():
         except ad.MutationError:
             pass  # refused at the read: the writes before it happened
         assert SEEN == [6.0, 2.0, 4.0]
+
+
+class Recorder:
+    hist: ClassVar[list] = []  # a class attribute: one list every instance shares
+
+    def __init__(self, v):
+        self.v = v
+
+    def record(self):
+        self.hist.append(self.v * self.v)  # written through self
+
+
+def read_through_the_class(a):
+    Recorder.hist.clear()
+    Recorder(a).record()
+    return Recorder.hist[-1] * a  # the same list, read through the class: a³
+
+
+def read_through_the_instance(a):
+    Recorder.hist.clear()
+    r = Recorder(a)
+    r.record()
+    return r.hist[-1] * a  # a³, read through the object that wrote it
+
+
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_a_class_attribute_written_through_self_and_read_through_the_class(mode):
+    # was 1.69 where 5.07 is right (a²: the read through the class was a constant)
+    a = 1.3
+    with pytest.raises(
+        ad.MutationError,
+        match=r"(?s)read_through_the_class reads 'Recorder.hist'.*o\.hist rather than Recorder\.hist",
+    ):
+        if mode == "reverse":
+            ad.gradient(read_through_the_class, a)
+        else:
+            ad.jvp(read_through_the_class, (a,), (1.0,))
+    assert ad.gradient(read_through_the_instance, a)[0] == pytest.approx(3 * a * a)
+    assert ad.jvp(read_through_the_instance, (a,), (1.0,))[1] == pytest.approx(3 * a * a)
+    assert fd_gradient(read_through_the_instance, a)[0] == pytest.approx(3 * a * a, rel=1e-6)

@@ -126,7 +126,9 @@ def test_whole_array_reductions_match_the_rule(f, shape):
         same_bits(pb(s), pb0(s))
 
 
-@pytest.mark.parametrize("fn", [np.matmul, operator.matmul], ids=["np.matmul", "@"])
+@pytest.mark.parametrize(
+    "fn", [np.matmul, operator.matmul, np.dot], ids=["np.matmul", "@", "np.dot"]
+)
 @pytest.mark.parametrize("shapes", [((4, 3), (3, 2)), ((4, 3), (3,)), ((3,), (3, 2)), ((3,), (3,))])
 def test_matmul_matches_the_rule(fn, shapes):
     rng = np.random.default_rng(3)

@@ -10,7 +10,7 @@ cleared by every registration, so a rule registered later is honoured.
 
 Served: unary ufuncs (``np.exp``, ``np.tanh``...), whole-array ``np.sum`` and
 ``np.mean`` (whose pullback returns a ``uniform`` array), ``x[key]`` with a basic
-key, and ``a @ b`` for matrices and vectors.
+key, and ``a @ b`` (and ``np.dot(a, b)``) for matrices and vectors.
 
 >>> import numpy as np
 >>> from ad.runtime.config import ADConfig
@@ -347,10 +347,9 @@ def lean_rule(f: Any, types: tuple, rule: Any) -> Callable | None:
             and name == "getitem_rrule"
         ):
             return _lean_getitem(impl)
-        elif (
-            types == (_ndarray, _ndarray)
-            and (f is np.matmul or f is operator.matmul)
-            and name == "matmul_rrule"
+        elif types == (_ndarray, _ndarray) and (
+            ((f is np.matmul or f is operator.matmul) and name == "matmul_rrule")
+            or (f is np.dot and name == "dot_rrule")  # the same product on 1-d and 2-d
         ):
             return _lean_matmul(f, impl)
     except TypeError:  # an unhashable f

@@ -250,8 +250,15 @@ def unfollowed(obj: Any, name: str, site: str, fname: str) -> None:
             "constant, but a "
             "value carrying a derivative was written into it during this differentiation, "
             "so the derivative would be lost.\n"
-            f"To fix: pass {name!r} as an argument to the functions that write and read "
-            "it, from the function that calls both, so that it is read as differentiated."
+            + (
+                f"To fix: read it through the object whose method writes it (o.{name.split('.')[-1]} "
+                f"rather than {name}), or pass it as an argument to the functions that write "
+                "and read it."
+                if "." in name
+                else f"To fix: pass {name!r} as an argument to the functions that write and "
+                "read it, from the function that calls both, so that it is read as "
+                "differentiated."
+            )
         )
 
 

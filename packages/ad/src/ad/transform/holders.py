@@ -162,7 +162,8 @@ def follow_holders(
     # follows by identity; reads here, along the variable, would miss it.
     for n in _captured_locals(fn, resolve) - local_done:
         reads.setdefault(n, None)
-    return _guard_reads(fn, reads, _Calls(active, plain, resolve), filename), seeds
+    classes = {n for n in read if isinstance(resolve(n), type) and not _library(resolve(n))}
+    return _guard_reads(fn, reads, _Calls(active, plain, resolve), filename, classes), seeds
 
 
 def _captured_locals(fn: ast.FunctionDef, resolve: Any) -> set[str]:
@@ -200,12 +201,19 @@ def _free_holders(read: set[str], resolve: Any) -> dict[str, Any]:
 
 
 def _guard_reads(
-    fn: ast.FunctionDef, names: dict[str, Any], calls: _Calls, filename: str
+    fn: ast.FunctionDef,
+    names: dict[str, Any],
+    calls: _Calls,
+    filename: str,
+    classes: frozenset[str] | set[str] = frozenset(),
 ) -> ast.FunctionDef:
     """Before each statement reading one of ``names`` as a constant, a check that
     no write of this differentiation put a derivative into it (``unfollowed``);
     before each call of a Python function run as plain Python, the same check
-    for what that function reads (``unfollowed_call``)."""
+    for what that function reads (``unfollowed_call``). After each read of an
+    attribute of a user class named in ``classes`` (``A.hist``, a list every
+    instance shares, which a method may have written through ``self.hist``),
+    the same check of the value read."""
 
     params = set(param_names(fn))
 
@@ -235,7 +243,35 @@ def _guard_reads(
             out.append(guard("_ad_unfollowed_call", callee, None, s.lineno))
         return out
 
-    return _around(fn, lambda s: (guards(s), []))
+    def class_attribute_guards(s: ast.stmt) -> list[ast.stmt]:
+        read = _class_attribute_read(s, classes)
+        if read is None:
+            return []
+        target, what = read
+        return [guard("_ad_unfollowed", target, what, s.lineno)]
+
+    return _around(fn, lambda s: (guards(s), class_attribute_guards(s)))
+
+
+def _class_attribute_read(
+    s: ast.stmt, classes: frozenset[str] | set[str]
+) -> tuple[str, str] | None:
+    """(the name bound, ``"A.attr"``) when ``s`` reads an attribute of a class named
+    in ``classes`` (``t = _ad_getattr(A, 'attr')``); else None."""
+    if not (classes and type(s) is ast.Assign and isinstance(s.targets[0], ast.Name)):
+        return None
+    v = s.value
+    if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and len(v.args) == 2):
+        return None
+    owner, attr = v.args
+    if (
+        v.func.id == "_ad_getattr"
+        and isinstance(owner, ast.Name)
+        and owner.id in classes
+        and isinstance(attr, ast.Constant)
+    ):
+        return s.targets[0].id, f"{owner.id}.{attr.value}"
+    return None
 
 
 def _header(s: ast.stmt) -> ast.AST:
