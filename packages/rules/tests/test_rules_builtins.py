@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import rules  # noqa: F401  (registers the rules)
-from rulescore import NoTangent, Tangent, ZeroTangent, frule, rrule
+from rulescore import NoTangent, Tangent, ZeroTangent, frule, rrule, unthunk
 from rulestest import primal_and_tangent, test_frule, test_rrule
 
 F64 = {"rtol": 1e-7, "atol": 1e-9}
@@ -143,6 +143,22 @@ def test_enumerate_is_structural():
     assert pb([(NO, 1.0), (NO, 2.0)])[1] == Tangent[list](1.0, 2.0, ZeroTangent())
     _, ė = frule((None, Tangent[list](1.0, 2.0)), enumerate, [1.5, 2.5])
     assert ė[1] == Tangent[tuple](NO, 2.0)
+
+
+@pytest.mark.parametrize(
+    "xs", [[1.5, 2.5, 3.5], (1.5, 2.5, 3.5), np.array([1.5, 2.5, 3.5])], ids=repr
+)
+def test_iter_is_structural(xs):
+    it, pb = rrule(builtins.iter, xs)
+    assert list(it) == list(xs)
+    ct = pb([1.0, 2.0])[1]  # the loop stopped after two items
+    np.testing.assert_array_equal(np.asarray(unthunk(ct), dtype=float), [1.0, 2.0, 0.0])
+    assert isinstance(pb(ZeroTangent())[1], ZeroTangent)
+    ẋ = Tangent[list](1.0, 2.0, 3.0) if isinstance(xs, list) else np.array([1.0, 2.0, 3.0])
+    if isinstance(xs, tuple):
+        ẋ = Tangent[tuple](1.0, 2.0, 3.0)
+    it, ṫ = frule((None, ẋ), iter, xs)
+    assert list(it) == list(xs) and [float(unthunk(e)) for e in ṫ] == [1.0, 2.0, 3.0]
 
 
 def test_zip_over_a_generator_has_no_rule():

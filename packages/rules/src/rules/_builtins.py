@@ -277,6 +277,27 @@ def _iter_cotangent(it: Any, entries: list) -> Any:
 _Iter = tuple | list | np.ndarray | range
 
 
+@rrule.register(builtins.iter)
+def _(it: _Iter):
+    """``iter(xs)`` (a user class's ``__iter__`` returning ``iter(self.xs)``): an
+    iterator whose cotangent, as ``zip``'s, is the list of its items' cotangents."""
+    Ω = iter(it)
+
+    def iter_pullback(ȳ):
+        ȳ = unthunk(ȳ)
+        if _is_zero(ȳ):
+            return (_NO, _NO if isinstance(it, range) else _ZERO)
+        entries = [unthunk(e) for e in ȳ] + [_ZERO] * (len(it) - len(ȳ))  # stopped early
+        return (_NO, _iter_cotangent(it, entries))
+
+    return Ω, iter_pullback
+
+
+@frule.register(builtins.iter)
+def _(ḟ, ẋ, it: _Iter):
+    return iter(it), [_NO] * len(it) if isinstance(it, range) else seq_entries(ẋ, len(it))
+
+
 @rrule.register(builtins.zip)
 def _(*its: _Iter, **kwargs: Any):
     Ω = zip(*its, **kwargs)

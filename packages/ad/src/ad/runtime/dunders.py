@@ -34,7 +34,17 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["defines_inplace", "dispatch", "overriding"]
+from ad.errors import NoRuleError
+from ad.runtime.tracebacks import call_site
+
+__all__ = [
+    "defines_inplace",
+    "dispatch",
+    "method",
+    "nested_iteration_refused",
+    "overriding",
+    "user_iterable",
+]
 
 _FunctionType = types.FunctionType
 
@@ -65,6 +75,7 @@ _UNARY: dict[Any, tuple[str, str]] = {
     builtins.abs: ("__abs__", "bad operand type for abs(): '{}'"),
     operator.getitem: ("__getitem__", "'{}' object is not subscriptable"),
     builtins.round: ("__round__", "type {} doesn't define __round__ method"),
+    builtins.iter: ("__iter__", "'{}' object is not iterable"),
     math.floor: ("__floor__", "must be real number, not {}"),
     math.ceil: ("__ceil__", "must be real number, not {}"),
     math.trunc: ("__trunc__", "type {} doesn't define __trunc__ method"),
@@ -82,7 +93,7 @@ _INPLACE: dict[Any, tuple[str, Any]] = {
 }
 
 
-def _method(cls: type, name: str) -> Any:
+def method(cls: type, name: str) -> Any:
     """``cls``'s attribute ``name`` as the data model finds it (on the type, along
     its MRO), or None where it has none (or sets it to None)."""
     for k in cls.__mro__:
@@ -98,20 +109,20 @@ def _plan(f: Any, args: tuple) -> list[tuple[Any, tuple[int, ...]]] | None:
     plan: list[tuple[Any, tuple[int, ...]]] = []
     if f in _INPLACE and len(args) == 2:
         name, f = _INPLACE[f]
-        own = _method(type(args[0]), name)
+        own = method(type(args[0]), name)
         if own is not None:
             plan.append((own, (0, 1)))
     if f in _BINARY and len(args) == 2:
         name, rname, _ = _BINARY[f]
         a, b = type(args[0]), type(args[1])
-        lhs = _method(a, name)
-        rhs = _method(b, rname) if b is not a else None
-        if rhs is not None and issubclass(b, a) and rhs is not _method(a, rname):
+        lhs = method(a, name)
+        rhs = method(b, rname) if b is not a else None
+        if rhs is not None and issubclass(b, a) and rhs is not method(a, rname):
             plan += [(rhs, (1, 0)), (lhs, (0, 1))]
         else:
             plan += [(lhs, (0, 1)), (rhs, (1, 0))]
     elif f in _UNARY and len(args) in _WITH_ARGUMENT.get(f, (1,)):
-        plan.append((_method(type(args[0]), _UNARY[f][0]), tuple(range(len(args)))))
+        plan.append((method(type(args[0]), _UNARY[f][0]), tuple(range(len(args)))))
     plan = [(m, order) for m, order in plan if m is not None]
     if not any(type(m) is _FunctionType for m, _ in plan):
         return None
@@ -150,7 +161,7 @@ def defines_inplace(inplace: Any, x: Any) -> bool:
     """Whether ``x``'s class defines ``x op= y`` (``inplace``: ``operator.iadd``,
     ...) in Python, as ``__iadd__``: then ``x op= y`` calls it, not ``x op y``."""
     name = _INPLACE[inplace][0]
-    return type(_method(type(x), name)) is _FunctionType
+    return type(method(type(x), name)) is _FunctionType
 
 
 def overriding(obj: Any, name: str) -> Any:
@@ -161,5 +172,23 @@ def overriding(obj: Any, name: str) -> Any:
     cls = type(obj)
     if cls is list or cls is dict:
         return None
-    m = _method(cls, name)
+    m = method(cls, name)
     return m if type(m) is _FunctionType else None
+
+
+def user_iterable(it: Any) -> bool:
+    """Whether iterating ``it`` runs a user class's ``__iter__`` (Python code)."""
+    return not isinstance(it, (list, tuple, dict)) and (
+        type(method(type(it), "__iter__")) is _FunctionType
+    )
+
+
+def nested_iteration_refused(obj: Any) -> NoRuleError:
+    """Iterating a ``user_iterable`` under nested differentiation: not followed."""
+    name = type(obj).__qualname__
+    return NoRuleError(
+        f"{call_site()}: a loop over (or unpacking of) a {name}, whose class defines "
+        "__iter__, is differentiated at first order only; nested (higher-order) "
+        "differentiation does not follow its __iter__.\n"
+        f"To fix: iterate what the {name} holds (a list, tuple or array: for x in obj.items)."
+    )

@@ -28,8 +28,10 @@ from ad.runtime.keywords import keyword_reason, keywords_as_positions, maybe_dif
 from ad.runtime.library_code import library_class
 from ad.runtime.reverse import call_site
 from ad.runtime.reverse_fallback import _hashable
+from ad.runtime.rules_containers import unpack
 from ad.runtime.state import TANGENT_PASSES as _TANGENT_PASSES
 from ad.runtime.state import internal as _internal
+from ad.runtime.state import nested
 from ad.runtime.state import suspended as _suspended
 from ad.runtime.tangents import (
     entries,
@@ -410,6 +412,17 @@ def _param_tangents(spec: Any, n_args: int, ts: tuple, kwargs: dict, kw_ts: dict
     return tuple(by_name.get(name, _Z) for name in spec.all_names)
 
 
+def funpack(t: Any, ṫ: Any, n: int) -> tuple[tuple, tuple]:
+    """``a, b = t`` in forward mode: the items and their tangents; a user class's
+    ``__iter__`` is pushed forward (``dunders.user_iterable``)."""
+    if _dunders.user_iterable(t):
+        if nested():
+            raise _dunders.nested_iteration_refused(t)
+        inner, ṫ = fcall(iter, (_Z, ṫ), t)
+        t = list(inner)
+    return unpack(t, n), split(ṫ, n)
+
+
 #: The names forward-mode code reads besides reverse mode's (``helpers`` binds
 #: both tables for the transform).
 FORWARD_NAMES: dict[str, Any] = {
@@ -417,6 +430,7 @@ FORWARD_NAMES: dict[str, Any] = {
     "_ad_fcall_gen": fcall_gen,
     "_ad_fiter": fiter,
     "_ad_split": split,
+    "_ad_funpack": funpack,
     "_ad_tan_tuple": tan_tuple,
     "_ad_tan_list": tan_list,
     "_ad_tan_dict": tan_dict,

@@ -25,7 +25,12 @@ from ad.runtime import rules_item_writes as _item_writes
 from ad.runtime import rules_objects as _rules_objects
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import instance_fields, np_module
-from ad.runtime.dunders import defines_inplace, overriding
+from ad.runtime.dunders import (
+    defines_inplace,
+    nested_iteration_refused,
+    overriding,
+    user_iterable,
+)
 from ad.runtime.forward import (
     call_with,
     entries,
@@ -106,6 +111,11 @@ frule.register(_helpers.concat_list, config=ADConfig)(_concat_frule(list))
 
 @frule.register(_helpers.unpack, config=ADConfig)
 def _(config: Any, ḟ: Any, ṫ: Any, ṅ: Any, t: Any, n: int) -> Any:
+    if user_iterable(t):  # its __iter__ pushed forward
+        if nested():
+            raise nested_iteration_refused(t)
+        t, ṫ = fcall(iter, (_Z, ṫ), t)
+        t = list(t)
     return _helpers.unpack(t, n), tan_tuple(*split(ṫ, n))
 
 
@@ -192,6 +202,10 @@ def _iterable_frule(kind: Callable) -> Callable:
         if not xs:
             return kind(), _Z
         (it,), (ṫ,) = xs, ts
+        if user_iterable(it):  # iter(it) pushed forward: its items
+            if nested():
+                raise nested_iteration_refused(it)
+            it, ṫ = fcall(iter, (_Z, ṫ), it)
         y = kind(it)
         es = entries(ṫ, len(y), it)
         return y, (tan_tuple if kind is tuple else tan_list)(*es)

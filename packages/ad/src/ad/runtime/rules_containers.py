@@ -12,10 +12,11 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from ad.runtime import dunders as _dunders
 from ad.runtime import reverse as _runtime
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import entries, from_list_ct, np_module
-from ad.runtime.state import keep_stateful
+from ad.runtime.state import keep_stateful, nested
 from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unthunk
 
 _Z = ZeroTangent()
@@ -31,6 +32,7 @@ __all__ = [
     "mk_dict",
     "mk_list",
     "mk_tuple",
+    "through_iter",
     "unpack",
     "unpack_star",
 ]
@@ -268,6 +270,14 @@ def unpack(t: Any, n: int) -> tuple:
 
 @rrule.register(unpack, config=ADConfig)
 def _(config: Any, t: Any, n: int) -> Any:
+    if _dunders.user_iterable(t):
+        listed, pb = through_iter(t)
+        items = unpack(listed, n)
+
+        def user_unpack_pullback(ȳ: Any) -> tuple:
+            return (_NO, pb(list(entries(ȳ, n, "an unpacking")))[1], _NO)
+
+        return items, keep_stateful(pb, user_unpack_pullback)
     items = unpack(t, n)
 
     def unpack_pullback(ȳ: Any) -> tuple:
@@ -310,6 +320,8 @@ def _(config: Any, it: Any) -> Any:
     if not isinstance(it, (list, tuple, range, dict)) and not (
         np is not None and isinstance(it, np.ndarray)
     ):
+        if _dunders.user_iterable(it):
+            return through_iter(it)
         raise TypeError(
             f"cannot differentiate a loop over a {type(it).__name__} (at {_runtime.call_site()}): "
             "its elements cannot send their derivatives back.\n"
@@ -324,6 +336,25 @@ def _(config: Any, it: Any) -> Any:
         return (_NO, from_list_ct(it, list(ȳ)))
 
     return y, aslist_pullback
+
+
+def through_iter(obj: Any) -> Any:
+    """``list(obj)`` for a ``user_iterable``: ``iter(obj)`` differentiated (its
+    ``__iter__``, returning ``iter(self.xs)`` or a ``zip``...), whose iterator's
+    cotangent is the list of its items' cotangents. The pullback takes that list
+    (a cotangent of the list ``list(obj)``) and returns ``(NoTangent, obj's)``.
+    Loops, ``list(obj)``, ``tuple(obj)`` and unpacking (``a, b = obj``) take it.
+    At second order it is refused (``nested_iteration_refused``)."""
+    if nested():
+        raise _dunders.nested_iteration_refused(obj)
+    inner, pb = _runtime.rcall(iter, obj)
+    y = list(inner)
+
+    def iter_method_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        return (_NO, pb(_Z if isinstance(ȳ, AbstractZero) else list(ȳ))[1])
+
+    return y, keep_stateful(pb, iter_method_pullback)
 
 
 def _partial_rule(config: Any, func: Any, *args: Any, **kwargs: Any) -> Any:

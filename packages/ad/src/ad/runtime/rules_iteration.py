@@ -15,6 +15,9 @@ import numpy as np
 
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import entries, from_list_ct
+from ad.runtime.dunders import user_iterable
+from ad.runtime.rules_containers import through_iter
+from ad.runtime.state import keep_stateful
 from rulescore import AbstractZero, NoTangent, ZeroTangent, rrule, unthunk
 
 _Z = ZeroTangent()
@@ -32,6 +35,16 @@ def _container_rule(kind: type) -> Any:
 
             return kind(), empty_pullback
         (it,) = args
+        if user_iterable(it):  # its __iter__ differentiated
+            listed, pb = through_iter(it)
+            n = len(listed)
+
+            def user_container_pullback(ȳ: Any) -> tuple:
+                ȳ = unthunk(ȳ)
+                cts = [_Z] * n if isinstance(ȳ, AbstractZero) else entries(ȳ, n, kind.__name__)
+                return pb(list(cts))
+
+            return kind(listed), keep_stateful(pb, user_container_pullback)
         src = list(it)
         y = kind(src)
 

@@ -21,6 +21,9 @@ import itertools
 from typing import Any
 
 from ad.errors import CotangentShapeError
+from ad.runtime import calls
+from ad.runtime.dunders import nested_iteration_refused, user_iterable
+from ad.runtime.state import nested
 from rulescore import AbstractThunk, AbstractZero, NoTangent, Tangent, ZeroTangent
 
 __all__ = [
@@ -126,6 +129,15 @@ def fiter(it: Any, ṫ: Any) -> Any:
         ṫ = ṫ.unthunk()
     if is_zero(ṫ):
         return zip(it, itertools.repeat(_Z))
+    if user_iterable(it):  # a user class's __iter__: iter(it) pushed forward
+        if nested():
+            raise nested_iteration_refused(it)
+        inner, ṫ = calls.fcall(iter, (_Z, ṫ), it)
+        it = list(inner)
+        if isinstance(ṫ, AbstractThunk):
+            ṫ = ṫ.unthunk()
+        if is_zero(ṫ):
+            return zip(it, itertools.repeat(_Z))
     if isinstance(it, (dict, range, str)):
         return zip(it, itertools.repeat(_NO))
     if isinstance(ṫ, Tangent) and type(ṫ)._kind == "fields":

@@ -333,13 +333,12 @@ class _Gen:
     def call(self, target: ast.expr, names: list[str], value: ast.Call, line: int) -> list:
         func = value.func
         if isinstance(func, ast.Name) and func.id == "_ad_unpack" and not value.keywords:
-            # Unpacking: the entries of the source's tangent, without dispatch.
+            # Unpacking: the items and the entries of the source's tangent, without
+            # dispatch (a user class's __iter__ pushed forward: ``runtime.forward.funpack``).
             src = value.args[0]
-            split = _call("_ad_split", self.tan(src), value.args[1])
+            unpacked = _call("_ad_funpack", src, self.tan(src), value.args[1])
             store = _tuple([_n(t(x), True) for x in names], store=True)
-            return [ast.Assign(targets=[target], value=value, lineno=line, col_offset=0)] + [
-                _assign(store, split, line)
-            ]
+            return [_assign(_tuple([target, store], store=True), unpacked, line)]
         starred = any(isinstance(a, ast.Starred) for a in value.args)
         if value.keywords or starred:
             args = [a.value if isinstance(a, ast.Starred) else a for a in value.args]

@@ -35,6 +35,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
+import dis
 import types
 from typing import Any
 
@@ -126,8 +127,14 @@ def follow_holders(
     free_done: set[str] = set()
     local_done: set[str] = set()
     holders = _free_holders(read, resolve)
-    # Captured holders that some function writes into: read through an alias here too.
-    free = {n for n, v in holders.items() if CAPTURED_WRITTEN.get(id(v)) is v}
+    # Captured holders that some function writes into, or that a function this one
+    # calls may write (it may not have run yet): read through an alias here too.
+    callees = _callees(read, resolve)
+    free = {
+        n
+        for n, v in holders.items()
+        if CAPTURED_WRITTEN.get(id(v)) is v or _written_by(v, callees, 3, set())
+    }
     for _ in range(4):  # following makes names active, which can activate more calls
         active = active_names(fn, seeds, plain)
         found, local = _to_follow(fn, active, plain, resolve)
@@ -188,6 +195,67 @@ def _closures(fn: ast.FunctionDef, resolve: Any) -> dict[str, set[str]]:
             captured = {n for n in free_names(node) if resolve(n) is LOCAL}
             out.setdefault(name or "", set()).update(captured)
     return out
+
+
+#: methods of dicts, lists and sets that change them in place
+_MUTATORS = frozenset(
+    "append extend insert pop remove clear sort reverse update setdefault popitem add "
+    "discard __setitem__ __delitem__ __iadd__".split()
+)
+#: instructions that write an item or an attribute
+_WRITE_OPS = frozenset(["STORE_SUBSCR", "DELETE_SUBSCR", "STORE_ATTR", "DELETE_ATTR"])
+
+
+def _callees(read: set[str], resolve: Any) -> list[types.FunctionType]:
+    """The Python functions of the user's that the names in ``read`` hold."""
+    out = []
+    for name in read:
+        v = resolve(name)
+        if type(v) is types.FunctionType and not _library(v):
+            out.append(v)
+    return out
+
+
+def _written_by(value: Any, fns: list[types.FunctionType], depth: int, seen: set) -> bool:
+    """Whether one of ``fns`` (or a function they name, ``depth`` calls deep) may
+    write into ``value``, a captured or global holder, by a name of its own: it
+    names ``value`` (a global or a captured variable) and writes an item or an
+    attribute, or calls a method that changes a container (``G.append(v)``,
+    ``D[k] = v``). Conservative: a false answer only costs following ``value``."""
+    for fn in fns:
+        code = fn.__code__
+        if code in seen:
+            continue
+        seen.add(code)
+        names = _named_values(fn)
+        if any(v is value for v in names.values()) and _writes(code):
+            return True
+        if depth > 1:
+            inner = [v for v in names.values() if type(v) is types.FunctionType and not _library(v)]
+            if _written_by(value, inner, depth - 1, seen):
+                return True
+    return False
+
+
+def _named_values(fn: types.FunctionType) -> dict[str, Any]:
+    """What the globals and captured variables ``fn``'s code names hold now."""
+    out = {n: fn.__globals__[n] for n in fn.__code__.co_names if n in fn.__globals__}
+    for n, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            out[n] = cell.cell_contents
+        except ValueError:  # an empty cell
+            pass
+    return out
+
+
+def _writes(code: types.CodeType) -> bool:
+    """Whether ``code`` (or code nested in it) writes an item or an attribute, or
+    names a method that changes a container."""
+    if _MUTATORS.intersection(code.co_names):
+        return True
+    if any(ins.opname in _WRITE_OPS for ins in dis.get_instructions(code)):
+        return True
+    return any(_writes(c) for c in code.co_consts if isinstance(c, types.CodeType))
 
 
 def _free_holders(read: set[str], resolve: Any) -> dict[str, Any]:
