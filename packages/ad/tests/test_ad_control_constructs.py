@@ -523,7 +523,48 @@ def nested_with_and_try(w, x):
     return out
 
 
+class Scaled:
+    """__enter__ returns a value computed from the manager's field."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __enter__(self):
+        return 2.0 * self.v
+
+    def __exit__(self, *exc):
+        return False
+
+
+class Holder:
+    """__enter__ returns the manager itself; __exit__ writes it."""
+
+    def __init__(self, w):
+        self.w = w
+        self.exits = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.exits += 1
+        return False
+
+
+def enter_value_from_fields(x):
+    with Scaled(x * x) as t:
+        return t * x  # 2x³
+
+
+def enter_returns_self(w, x):
+    with Holder(w * x) as h:
+        y = h.w * w
+    return y + h.exits  # w²x + 1
+
+
 WITH_CASES = [
+    (enter_value_from_fields, (1.5,)),
+    (enter_returns_self, (0.7, 1.3)),
     (errstate_where, (np.array([1.0, 2.0, 3.0]),)),
     (suppress_midway, (3.0,)),
     (suppress_midway, (-3.0,)),
@@ -544,6 +585,12 @@ def test_with(f, args):
 
 
 def test_with_derivatives_by_hand():
+    # __enter__'s value carries the derivative of what built the manager: it gave
+    # 1.69-style halves before (the value was a constant)
+    assert ad.gradient(enter_value_from_fields, 1.5) == (pytest.approx(6 * 1.5**2),)
+    assert ad.jvp(enter_value_from_fields, (1.5,), (1.0,))[1] == pytest.approx(6 * 1.5**2)
+    g = ad.gradient(enter_returns_self, 0.7, 1.3)
+    assert g == (pytest.approx(2 * 0.7 * 1.3), pytest.approx(0.7**2))
     # x > 0: y = 2x * x, the log raised, suppressed -> 4x
     assert ad.gradient(suppress_midway, 3.0) == (12.0,)
     assert ad.jvp(suppress_midway, (3.0,), (1.0,)) == (18.0, 12.0)

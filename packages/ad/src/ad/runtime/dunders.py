@@ -35,7 +35,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ad.errors import NoRuleError
-from ad.runtime.tracebacks import call_site
+from ad.runtime.library_code import is_library_function
+from ad.runtime.tracebacks import call_site, internal_file
 
 __all__ = [
     "defines_inplace",
@@ -177,9 +178,15 @@ def overriding(obj: Any, name: str) -> Any:
 
 
 def user_iterable(it: Any) -> bool:
-    """Whether iterating ``it`` runs a user class's ``__iter__`` (Python code)."""
-    return not isinstance(it, (list, tuple, dict)) and (
-        type(method(type(it), "__iter__")) is _FunctionType
+    """Whether iterating ``it`` runs a user class's ``__iter__`` (Python code of the
+    user's: not a library's, nor the AD's own tangents')."""
+    if isinstance(it, (list, tuple, dict)):
+        return False
+    fn = method(type(it), "__iter__")
+    return (
+        type(fn) is _FunctionType
+        and not internal_file(fn.__code__.co_filename)  # a Tangent's, iterated as it is
+        and not is_library_function(fn)
     )
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from ad.runtime import reverse as _runtime
 from ad.runtime import rules_iteration as _rules_iteration
 from ad.runtime.array_arithmetic import FAST_HELPERS
+from ad.runtime.context_managers import CONTEXT_HELPERS
 from ad.runtime.control import CONTROL_HELPERS
 from ad.runtime.forward import FORWARD_NAMES
 from ad.runtime.forward_arithmetic import FAST_HELPERS as FORWARD_ARITHMETIC
@@ -137,6 +138,7 @@ HELPERS: dict[str, Any] = {
 HELPERS.update(FAST_HELPERS)
 HELPERS.update(ITEM_HELPERS)  # list and dict reads on a lean tape (_fast_items)
 HELPERS.update(CONTROL_HELPERS)  # try, with and match (transform.patterns, tracking)
+HELPERS.update(CONTEXT_HELPERS)  # with: a user class's __enter__ (transform.anf_control)
 for _op in [*BINOPS.values(), *UNARYOPS.values()]:
     HELPERS[f"_ad_op_{_op}"] = getattr(operator, _op)
 for _op in BINOPS.values():

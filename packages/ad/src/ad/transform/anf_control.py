@@ -61,26 +61,24 @@ class ControlForms(Normalizer):
         )
 
     def normalize_with(self, s: ast.With, out: list[ast.stmt]) -> None:
-        """``with <atom> [as <name>]: ...`` (``desugar`` left one item): the context
-        manager is computed before it; a target other than a name is assigned from a
-        temporary first thing in the body."""
+        """``with <atom> [as <target>]: ...`` (``desugar`` left one item): the context
+        manager is computed before it, its ``__enter__`` called as a differentiated
+        call, and the target assigned from that value first thing in the body."""
         (item,) = s.items
         line = s.lineno
         ctx = self.atom(item.context_expr, out)
-        target = item.optional_vars
+        # __enter__ as a differentiated call (``runtime.context_managers``): a user
+        # class's carries the derivative of what built the manager to the target
+        value = self.bind(self.helper_call("_ad_enter", [ctx]), out)
+        managed = self.bind(self.helper_call("_ad_entered", [ctx, value]), out)
         first: list[ast.stmt] = []
-        var: ast.expr | None = None
-        if isinstance(target, ast.Name):
-            var = self.name(target.id, ast.Store())
-        elif target is not None:
-            t = self.fresh()
-            var = self.name(t, ast.Store())
-            self.assign_target(target, self.name(t), first)
+        if item.optional_vars is not None:
+            self.assign_target(item.optional_vars, value, first)
         body = first + self.stmts(s.body)
         self.lineno = line
         out.append(
             ast.With(
-                items=[ast.withitem(context_expr=ctx, optional_vars=var)],
+                items=[ast.withitem(context_expr=managed, optional_vars=None)],
                 body=body or [_pass(line)],
                 lineno=line,
                 col_offset=0,
