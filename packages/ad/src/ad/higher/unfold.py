@@ -277,9 +277,14 @@ def _unfold_frule(rule: Any, op: Any, ts: tuple, args: tuple, kwargs: dict, kw_t
 
 
 def _split_ts(ṫ: Any, n: int) -> tuple:
-    """The outer tangents of a tuple of ``n`` inner tangents."""
+    """The outer tangents of a tuple of ``n`` inner tangents.
+
+    No shortcut on a zero ``ṫ``: the tangent maps that use this are linear, and
+    reverse mode takes cotangents back through them by running their source at
+    one point (``over_pushforward._over_unfolded``), where a symbolic zero must
+    still pass its entries' cotangents on (``split``'s rule does)."""
     ṫ = unthunk(ṫ)
-    if _zero(ṫ):
+    if ṫ is None:
         return (_Z,) * n
     return tuple(_forward.split(ṫ, n))
 
