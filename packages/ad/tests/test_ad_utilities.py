@@ -14,6 +14,27 @@ import rulescore
 # --- hook -----------------------------------------------------------------------
 
 
+def _hooked(x):
+    return ad.hook(lambda g: 2.0 * g, x * x) * x  # its gradient: 5x², not 3x²
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        lambda x: ad.hessian(_hooked, x),
+        lambda x: ad.gradient(lambda y: ad.gradient(_hooked, y)[0], x),
+        lambda x: ad.jvp(lambda y: ad.gradient(_hooked, y)[0], (x,), (1.0,)),
+    ],
+    ids=["hessian", "gradient of gradient", "jvp of gradient"],
+)
+def test_hook_inside_a_differentiated_gradient_is_refused(second):
+    # was 9.0 (the derivative of 3x², the hook ignored) where the derivative of the
+    # hooked gradient 5x² is 15.0
+    assert ad.gradient(_hooked, 1.5)[0] == pytest.approx(5 * 1.5**2)
+    with pytest.raises(ad.NoRuleError, match=r"test_ad_utilities\.py:\d+: ad\.hook inside"):
+        second(1.5)
+
+
 def test_hook_seed_negates_gradient():
     assert ad.gradient(lambda a, b: ad.hook(lambda g: -g, a) * b, 2, 3) == (-3.0, 2.0)
 

@@ -18,8 +18,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ad.api import gradient as _api
+from ad.errors import NoRuleError
 from ad.runtime.config import ADConfig
 from ad.runtime.nested_kernels import reverse_over_forward
+from ad.runtime.state import nested
+from ad.runtime.tracebacks import call_site
 from rulescore import (
     AbstractZero,
     NoTangent,
@@ -68,6 +71,15 @@ def hook(fn: Callable[[Any], Any], x: T) -> T:
 
 @rrule.register(hook, config=ADConfig)
 def _(config: Any, fn: Any, x: Any) -> Any:
+    if nested():  # the hooked gradient differentiated again: fn is not followed there
+        raise NoRuleError(
+            f"{call_site()}: ad.hook inside a derivative that is itself differentiated "
+            "(hessian, a gradient of a gradient, jvp of a gradient): the change fn makes "
+            "to the gradient is not differentiated there, so the result would be wrong.\n"
+            "To fix: take the higher derivative of the function without the hook, or "
+            "apply fn to the gradient ad.gradient returns and differentiate that."
+        )
+
     def hook_pullback(ȳ: Any) -> tuple:
         ȳ = unthunk(ȳ)
         if isinstance(ȳ, AbstractZero):
