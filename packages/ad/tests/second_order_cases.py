@@ -169,6 +169,7 @@ CASES.update(
         "builtins.filter": Case(lambda x: list(filter(lambda v: v > -2.0, x)), (u(-1, 1, (3,)),)),
         "builtins.float": Case(lambda x: float(x[0]) * x[1], (u(0.1, 1, (3,)),)),
         "builtins.getattr": Case(lambda x: x.T, (n(),), (cn(),)),
+        "builtins.iter": Case(lambda x: [v * v for v in iter(x)], (u(-1, 1, (3,)),)),
         "builtins.map": Case(lambda x: list(map(lambda v: v * v, x)), (u(-1, 1, (3,)),)),
         "builtins.max": Case(lambda x, y: max(x, y), (0.3, 0.8)),
         "builtins.min": Case(lambda x, y: min(x, y), (0.3, 0.8)),

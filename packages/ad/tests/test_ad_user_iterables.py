@@ -130,3 +130,22 @@ def test_a_generator_iter_is_a_clear_error():
         ad.UnsupportedSyntaxError, match=r"(?s)test_ad_user_iterables\.py:\d+.*yield"
     ):
         ad.gradient(f, 1.3)
+
+
+def explicit_iter(x):
+    tot = 0.0
+    for v in iter(x):  # a loop over the iterator iter() makes (was refused)
+        tot = tot + v * v * v
+    first, second = iter([x[0], 2.0 * x[1]])
+    return tot + first * second
+
+
+def test_a_loop_over_iter_of_a_sequence():
+    x = np.array([0.5, -1.2, 2.0])
+    want = 3 * x**2 + np.array([2.0 * x[1], 2.0 * x[0], 0.0])
+    np.testing.assert_allclose(ad.gradient(explicit_iter, x)[0], want, rtol=1e-12)
+    np.testing.assert_allclose(fd_gradient(explicit_iter, x)[0], want, rtol=1e-6)
+    v = np.array([1.0, 0.5, -2.0])
+    assert ad.jvp(explicit_iter, (x,), (v,))[1] == pytest.approx(float(want @ v))
+    h = ad.hessian(explicit_iter, x)
+    np.testing.assert_allclose(h, np.diag(6 * x) + np.array([[0, 2, 0], [2, 0, 0], [0, 0, 0.0]]))

@@ -12,6 +12,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ad.runtime import dunders as _dunders
 from ad.runtime import reverse as _runtime
 from ad.runtime.config import ADConfig
@@ -322,6 +324,8 @@ def _(config: Any, it: Any) -> Any:
     ):
         if _dunders.user_iterable(it):
             return through_iter(it)
+        if type(it) in _ITERATORS:  # iter(xs): its cotangent is its items' (rules' iter)
+            return _consumed(it)
         raise TypeError(
             f"cannot differentiate a loop over a {type(it).__name__} (at {_runtime.call_site()}): "
             "its elements cannot send their derivatives back.\n"
@@ -336,6 +340,22 @@ def _(config: Any, it: Any) -> Any:
         return (_NO, from_list_ct(it, list(ȳ)))
 
     return y, aslist_pullback
+
+
+#: the iterators ``iter`` makes of what a loop may run over (its rule's outputs)
+_ITERATORS = frozenset(type(iter(x)) for x in ([], (), range(0), np.zeros(1)))
+
+
+def _consumed(it: Any) -> Any:
+    """``list(it)`` of an iterator ``iter(xs)`` made: the list of its items' cotangents
+    is the iterator's (``rules``' ``iter`` rule takes it back to ``xs``)."""
+    y = list(it)
+
+    def iterator_pullback(ȳ: Any) -> tuple:
+        ȳ = unthunk(ȳ)
+        return (_NO, ȳ if isinstance(ȳ, AbstractZero) else list(entries(ȳ, len(y), "a list")))
+
+    return y, iterator_pullback
 
 
 def through_iter(obj: Any) -> Any:
