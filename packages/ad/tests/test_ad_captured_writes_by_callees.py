@@ -234,3 +234,31 @@ def test_a_reader_transformed_before_its_writer_ran(reader):
     assert ad.gradient(reader, x)[0] == pytest.approx(want, rel=1e-12)
     assert ad.jvp(reader, (x,), (1.0,))[1] == pytest.approx(want, rel=1e-12)
     assert fd_gradient(reader, x)[0] == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.parametrize("reader", [_logged, _stored, _nested_writer])
+@pytest.mark.parametrize(
+    "second",
+    [
+        lambda f, x: ad.hessian(f, x),
+        lambda f, x: ad.gradient(lambda y: ad.gradient(f, y)[0], x),
+        lambda f, x: ad.jvp(lambda y: ad.gradient(f, y)[0], (x,), (1.0,)),
+    ],
+    ids=["hessian", "gradient of gradient", "jvp of gradient"],
+)
+def test_a_helper_writing_a_global_at_second_order_is_refused(reader, second):
+    # was 0.0 (the helper's write was not followed, the read a constant) where 2.0 is
+    # right: nested differentiation follows no holder by identity
+    with pytest.raises(
+        ad.MutationError, match=r"test_ad_captured_writes_by_callees\.py:\d+: the call here wrote"
+    ):
+        second(reader, 3.0)
+
+
+def test_a_function_writing_its_own_global_is_differentiated_at_second_order():
+    def own(x):
+        LOG.clear()
+        LOG.append(x * x)  # written and read by the function itself: along its alias
+        return LOG[0] * x
+
+    assert ad.hessian(own, 1.3) == pytest.approx(6 * 1.3)

@@ -584,6 +584,33 @@ def test_with(f, args):
     check(f, *args)
 
 
+class Doubling:
+    """__enter__ writes its object, then returns it."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __enter__(self):
+        self.v = self.v * 2.0
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def enter_writes_self(x):
+    with Doubling(x * x) as d:
+        return d.v * x  # 2x³
+
+
+def test_an_enter_that_writes_its_object():
+    assert ad.gradient(enter_writes_self, 1.3)[0] == pytest.approx(6 * 1.3**2)
+    assert ad.jvp(enter_writes_self, (1.3,), (1.0,))[1] == pytest.approx(6 * 1.3**2)
+    # at second order the write was lost (a wrong number): refused, naming the line
+    with pytest.raises(ad.MutationError, match=r"test_ad_control_constructs\.py:\d+: .*writes"):
+        ad.hessian(enter_writes_self, 1.3)
+
+
 def test_with_derivatives_by_hand():
     # __enter__'s value carries the derivative of what built the manager: it gave
     # 1.69-style halves before (the value was a constant)

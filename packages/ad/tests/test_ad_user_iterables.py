@@ -1,12 +1,14 @@
 """Iterating an object whose class defines ``__iter__`` in Python: ``for x in obj``,
-comprehensions, ``list(obj)``, ``tuple(obj)``, ``a, b = obj``.
+comprehensions, ``list(obj)``, ``tuple(obj)``, ``a, b = obj``, ``a, *rest = obj``, and
+the builtins that iterate their arguments (``enumerate``, ``zip``, ``sorted``,
+``map``, ``max``, ``sum``, ``dict``...).
 
-Python runs ``obj.__iter__()``; so does the AD (``rules_containers.through_iter``,
-``runtime.forward.funpack``): ``__iter__`` is differentiated (returning
-``iter(self.xs)``, a ``zip``, ``iter`` of an array's rows) and the items carry
-their derivatives. ``list(obj)``, ``tuple(obj)`` and unpacking gave silently
-wrong derivatives (1.69 where 5.07 is right; ``None`` for unpacking), loops were
-refused. Each program is checked against a hand-derived value and central
+Python runs ``obj.__iter__()``; so does the AD (``runtime.user_iterables``):
+``__iter__`` is differentiated (returning ``iter(self.xs)``, a ``zip``, ``iter``
+of an array's rows) and the items carry their derivatives. ``list(obj)``,
+``tuple(obj)``, unpacking and the builtins gave silently wrong derivatives (1.69
+where 5.07 is right; ``None`` for unpacking, ``enumerate`` and ``sorted``), loops
+were refused. Each program is checked against a hand-derived value and central
 differences in reverse and forward mode; at second order each is refused,
 naming the line.
 """
@@ -89,7 +91,27 @@ def unpacked(a):
     return x * y  # a³
 
 
+def consumed_by_builtins(a):
+    b = Seq([a, 2.0 * a, 0.5])
+    pairs = dict(Pairs(["u", "v"], [a * a, 3.0]))
+    ranked = sorted(b)  # [0.5, a, 2a] for a > 0.5
+    return (
+        sum(i * v for i, v in enumerate(b))  # a·1·... : 2a·1 + 0.5·2 -> 2a + 1
+        + sum(x * y for x, y in zip(b, [1.0, a, 0.0]))  # a + 2a²
+        + max(b) * ranked[1]  # 2a · a
+        + sum(map(lambda v: v * v, b))  # 5a² + 0.25
+        + pairs["u"]  # a²
+    )
+
+
+def starred(a):
+    first, *rest = Seq([a, a * a, 2.0])
+    return first * rest[0] + rest[1]  # a³ + 2
+
+
 CASES = [
+    (consumed_by_builtins, lambda a: 2 + 1 + 4 * a + 4 * a + 10 * a + 2 * a),
+    (starred, lambda a: 3 * a * a),
     (loop, lambda a: 10 * a),
     (comprehension, lambda a: 3 * a * a),
     (zipped, lambda a: 2 + 2 * a),

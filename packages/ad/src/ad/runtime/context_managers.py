@@ -32,11 +32,14 @@ import os
 import types
 from typing import Any
 
+from ad.errors import MutationError
 from ad.runtime import calls
 from ad.runtime.config import ADConfig
 from ad.runtime.dunders import method
 from ad.runtime.library_code import is_library_function
-from ad.runtime.tracebacks import internal_file
+from ad.runtime.rules_callbacks import may_write
+from ad.runtime.state import nested
+from ad.runtime.tracebacks import call_site, internal_file
 from rulescore import NoTangent, ZeroTangent, frule, non_differentiable, rrule
 
 __all__ = ["CONTEXT_HELPERS", "Entered", "enter"]
@@ -83,10 +86,23 @@ def _users_enter(mgr: Any) -> Any:
 _INSTALLED = "-packages" + os.sep  # site-packages, dist-packages
 
 
+def _nested_write_refused(fn: Any) -> None:
+    """Under nested differentiation an ``__enter__`` that writes its object is refused:
+    objects are followed along variables there, and the write would be lost."""
+    if nested() and may_write(fn):
+        raise MutationError(
+            f"{call_site()}: {fn.__qualname__} writes its object, which nested "
+            "(higher-order) differentiation does not follow.\n"
+            "To fix: set the object up in __init__ and let __enter__ only return a value, "
+            "or take this derivative at first order."
+        )
+
+
 @rrule.register(enter, config=ADConfig)
 def _(config: Any, mgr: Any) -> Any:
     fn = _users_enter(mgr)
     if fn is not None:
+        _nested_write_refused(fn)
         return calls.rcall(fn, mgr)  # (∂__enter__, ∂mgr): the helper's own shape
 
     def plain_enter_pullback(ȳ: Any) -> tuple:
@@ -99,6 +115,7 @@ def _(config: Any, mgr: Any) -> Any:
 def _(config: Any, ḟ: Any, ṁ: Any, mgr: Any) -> Any:
     fn = _users_enter(mgr)
     if fn is not None:
+        _nested_write_refused(fn)
         return calls.fcall(fn, (_Z, ṁ), mgr)
     return enter(mgr), _Z
 

@@ -34,18 +34,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from ad.errors import NoRuleError
-from ad.runtime.library_code import is_library_function
-from ad.runtime.tracebacks import call_site, internal_file
-
-__all__ = [
-    "defines_inplace",
-    "dispatch",
-    "method",
-    "nested_iteration_refused",
-    "overriding",
-    "user_iterable",
-]
+__all__ = ["defines_inplace", "dispatch", "method", "overriding"]
 
 _FunctionType = types.FunctionType
 
@@ -175,27 +164,3 @@ def overriding(obj: Any, name: str) -> Any:
         return None
     m = method(cls, name)
     return m if type(m) is _FunctionType else None
-
-
-def user_iterable(it: Any) -> bool:
-    """Whether iterating ``it`` runs a user class's ``__iter__`` (Python code of the
-    user's: not a library's, nor the AD's own tangents')."""
-    if isinstance(it, (list, tuple, dict)):
-        return False
-    fn = method(type(it), "__iter__")
-    return (
-        type(fn) is _FunctionType
-        and not internal_file(fn.__code__.co_filename)  # a Tangent's, iterated as it is
-        and not is_library_function(fn)
-    )
-
-
-def nested_iteration_refused(obj: Any) -> NoRuleError:
-    """Iterating a ``user_iterable`` under nested differentiation: not followed."""
-    name = type(obj).__qualname__
-    return NoRuleError(
-        f"{call_site()}: a loop over (or unpacking of) a {name}, whose class defines "
-        "__iter__, is differentiated at first order only; nested (higher-order) "
-        "differentiation does not follow its __iter__.\n"
-        f"To fix: iterate what the {name} holds (a list, tuple or array: for x in obj.items)."
-    )

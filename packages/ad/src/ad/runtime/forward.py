@@ -31,7 +31,6 @@ from ad.runtime.reverse_fallback import _hashable
 from ad.runtime.rules_containers import unpack
 from ad.runtime.state import TANGENT_PASSES as _TANGENT_PASSES
 from ad.runtime.state import internal as _internal
-from ad.runtime.state import nested
 from ad.runtime.state import suspended as _suspended
 from ad.runtime.tangents import (
     entries,
@@ -44,6 +43,7 @@ from ad.runtime.tangents import (
     tan_tuple,
 )
 from ad.runtime.tracebacks import function_name
+from ad.runtime.user_iterables import CONSUMERS, materialized_fcall, through_fiter, user_iterable
 from rulescore import (
     NoTangent,
     Tangent,
@@ -138,6 +138,8 @@ def dispatch(f: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict | 
     if f.__class__ is _FunctionType and f not in _FRULES:
         return call_function(f, ts, args, kwargs, kw_ts)
     if _hashable(f) and f in _FRULES:
+        if f in CONSUMERS and any(map(user_iterable, args)):  # sorted(obj), zip(obj, xs)
+            return materialized_fcall(f, ts, args)
         rule = _lookup(f, tuple(map(type, args)), ADConfig)
         if rule is not None:
             if _is_numpy_function(f):
@@ -415,11 +417,8 @@ def _param_tangents(spec: Any, n_args: int, ts: tuple, kwargs: dict, kw_ts: dict
 def funpack(t: Any, ṫ: Any, n: int) -> tuple[tuple, tuple]:
     """``a, b = t`` in forward mode: the items and their tangents; a user class's
     ``__iter__`` is pushed forward (``dunders.user_iterable``)."""
-    if _dunders.user_iterable(t):
-        if nested():
-            raise _dunders.nested_iteration_refused(t)
-        inner, ṫ = fcall(iter, (_Z, ṫ), t)
-        t = list(inner)
+    if user_iterable(t):
+        t, ṫ = through_fiter(t, ṫ)
     return unpack(t, n), split(ṫ, n)
 
 

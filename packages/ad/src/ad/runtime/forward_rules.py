@@ -25,12 +25,7 @@ from ad.runtime import rules_item_writes as _item_writes
 from ad.runtime import rules_objects as _rules_objects
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import instance_fields, np_module
-from ad.runtime.dunders import (
-    defines_inplace,
-    nested_iteration_refused,
-    overriding,
-    user_iterable,
-)
+from ad.runtime.dunders import defines_inplace, overriding
 from ad.runtime.forward import (
     call_with,
     entries,
@@ -54,6 +49,7 @@ from ad.runtime.state import (
     stateful,
     write_tangent,
 )
+from ad.runtime.user_iterables import through_fiter, user_iterable
 from rules.extension import dict_getitem_frule, sequence_getitem_frule
 from rulescore import DuckArray, NoTangent, Tangent, ZeroTangent, frule, unthunk
 
@@ -112,15 +108,14 @@ frule.register(_helpers.concat_list, config=ADConfig)(_concat_frule(list))
 @frule.register(_helpers.unpack, config=ADConfig)
 def _(config: Any, ḟ: Any, ṫ: Any, ṅ: Any, t: Any, n: int) -> Any:
     if user_iterable(t):  # its __iter__ pushed forward
-        if nested():
-            raise nested_iteration_refused(t)
-        t, ṫ = fcall(iter, (_Z, ṫ), t)
-        t = list(t)
+        t, ṫ = through_fiter(t, ṫ)
     return _helpers.unpack(t, n), tan_tuple(*split(ṫ, n))
 
 
 @frule.register(_helpers.unpack_star, config=ADConfig)
 def _(config: Any, ḟ: Any, ṫ: Any, ḃ: Any, ȧ: Any, t: Any, before: int, after: int) -> Any:
+    if user_iterable(t):  # its __iter__ pushed forward
+        t, ṫ = through_fiter(t, ṫ)
     items = list(t)
     y = _helpers.unpack_star(t, before, after)
     es = entries(ṫ, len(items), t)
@@ -203,9 +198,7 @@ def _iterable_frule(kind: Callable) -> Callable:
             return kind(), _Z
         (it,), (ṫ,) = xs, ts
         if user_iterable(it):  # iter(it) pushed forward: its items
-            if nested():
-                raise nested_iteration_refused(it)
-            it, ṫ = fcall(iter, (_Z, ṫ), it)
+            it, ṫ = through_fiter(it, ṫ)
         y = kind(it)
         es = entries(ṫ, len(y), it)
         return y, (tan_tuple if kind is tuple else tan_list)(*es)
@@ -479,6 +472,11 @@ def _(config: Any, ḟ: Any, ȯ: Any, v̇: Any, obj: object, value: Any) -> Any:
 @frule.register(follow, config=ADConfig)
 def _(config: Any, ḟ: Any, ȯ: Any, obj: Any) -> Any:
     return follow(obj), merged_tangent(obj, ȯ)
+
+
+@frule.register(_rules_objects.follow_after, config=ADConfig)
+def _(config: Any, ḟ: Any, ȯ: Any, ḃ: Any, ṡ: Any, obj: Any, before: Any, site: str) -> Any:
+    return _rules_objects.follow_after(obj, before, site), merged_tangent(obj, ȯ)
 
 
 @frule.register(_rules_objects.follow_written, config=ADConfig)

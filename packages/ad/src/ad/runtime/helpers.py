@@ -41,9 +41,11 @@ from ad.runtime.rules_containers import (
 )
 from ad.runtime.rules_item_writes import append, inplace_fast, inplace_helper, setitem
 from ad.runtime.rules_objects import (
+    follow_after,
     follow_written,
     getattr_,
     getattr_object,
+    holder_print,
     setattr_,
     setattr_object,
     setdict,
@@ -95,6 +97,8 @@ HELPERS: dict[str, Any] = {
     "_ad_next_or": _rules_iteration.next_or,
     "_ad_follow": follow,
     "_ad_follow_written": follow_written,
+    "_ad_holder_print": holder_print,
+    "_ad_follow_after": follow_after,
     "_ad_unfollowed": unfollowed,
     "_ad_unfollowed_parameter": unfollowed,
     "_ad_unfollowed_call": unfollowed_call,

@@ -38,6 +38,7 @@ from ad.runtime.single_use import ONCE as _ONCE
 from ad.runtime.state import WRITES as _WRITES
 from ad.runtime.state import Stateful as _Stateful
 from ad.runtime.tracebacks import call_site, function_name
+from ad.runtime.user_iterables import CONSUMERS, materialized_call, user_iterable
 from rulescore import (
     AbstractThunk,
     AbstractZero,
@@ -156,7 +157,9 @@ def _resolve_rule(f: Any, args: tuple, key: tuple) -> Any:
     registration meanwhile (``clear_dispatch_cache``) drops what this resolved."""
     generation = _GENERATION[0]
     rule = _lookup(f, tuple(map(type, args)), _ADConfigType) if f in _RULES else None
-    if rule is None:
+    if f in CONSUMERS and any(map(user_iterable, args)):  # sorted(obj), zip(obj, xs)
+        hit = (materialized_call(f), None)
+    elif rule is None:
         hit = None
     else:
         impl = functools.partial(rule.impl, CONFIG) if rule.takes_config else rule.impl

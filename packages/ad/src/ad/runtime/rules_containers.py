@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ad.runtime import dunders as _dunders
 from ad.runtime import reverse as _runtime
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import entries, from_list_ct, np_module
-from ad.runtime.state import keep_stateful, nested
+from ad.runtime.state import keep_stateful
+from ad.runtime.user_iterables import through_iter, user_iterable
 from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unthunk
 
 _Z = ZeroTangent()
@@ -34,7 +34,6 @@ __all__ = [
     "mk_dict",
     "mk_list",
     "mk_tuple",
-    "through_iter",
     "unpack",
     "unpack_star",
 ]
@@ -272,7 +271,7 @@ def unpack(t: Any, n: int) -> tuple:
 
 @rrule.register(unpack, config=ADConfig)
 def _(config: Any, t: Any, n: int) -> Any:
-    if _dunders.user_iterable(t):
+    if user_iterable(t):
         listed, pb = through_iter(t)
         items = unpack(listed, n)
 
@@ -299,6 +298,9 @@ def unpack_star(t: Any, before: int, after: int) -> tuple:
 
 @rrule.register(unpack_star, config=ADConfig)
 def _(config: Any, t: Any, before: int, after: int) -> Any:
+    back = None
+    if user_iterable(t):  # its __iter__ differentiated
+        t, back = through_iter(t)
     y = unpack_star(t, before, after)
     n_mid = len(y[before])
 
@@ -307,9 +309,10 @@ def _(config: Any, t: Any, before: int, after: int) -> Any:
         mid = cts[before]
         mid = [_Z] * n_mid if isinstance(unthunk(mid), AbstractZero) else list(unthunk(mid))
         flat = [*cts[:before], *mid, *cts[before + 1 :]]
-        return (_NO, from_list_ct(t, flat), _NO, _NO)
+        t_ct = from_list_ct(t, flat) if back is None else back(flat)[1]
+        return (_NO, t_ct, _NO, _NO)
 
-    return y, unpack_star_pullback
+    return y, unpack_star_pullback if back is None else keep_stateful(back, unpack_star_pullback)
 
 
 def aslist(it: Any) -> list:
@@ -322,7 +325,7 @@ def _(config: Any, it: Any) -> Any:
     if not isinstance(it, (list, tuple, range, dict)) and not (
         np is not None and isinstance(it, np.ndarray)
     ):
-        if _dunders.user_iterable(it):
+        if user_iterable(it):
             return through_iter(it)
         if type(it) in _ITERATORS:  # iter(xs): its cotangent is its items' (rules' iter)
             return _consumed(it)
@@ -356,25 +359,6 @@ def _consumed(it: Any) -> Any:
         return (_NO, ȳ if isinstance(ȳ, AbstractZero) else list(entries(ȳ, len(y), "a list")))
 
     return y, iterator_pullback
-
-
-def through_iter(obj: Any) -> Any:
-    """``list(obj)`` for a ``user_iterable``: ``iter(obj)`` differentiated (its
-    ``__iter__``, returning ``iter(self.xs)`` or a ``zip``...), whose iterator's
-    cotangent is the list of its items' cotangents. The pullback takes that list
-    (a cotangent of the list ``list(obj)``) and returns ``(NoTangent, obj's)``.
-    Loops, ``list(obj)``, ``tuple(obj)`` and unpacking (``a, b = obj``) take it.
-    At second order it is refused (``nested_iteration_refused``)."""
-    if nested():
-        raise _dunders.nested_iteration_refused(obj)
-    inner, pb = _runtime.rcall(iter, obj)
-    y = list(inner)
-
-    def iter_method_pullback(ȳ: Any) -> tuple:
-        ȳ = unthunk(ȳ)
-        return (_NO, pb(_Z if isinstance(ȳ, AbstractZero) else list(ȳ))[1])
-
-    return y, keep_stateful(pb, iter_method_pullback)
 
 
 def _partial_rule(config: Any, func: Any, *args: Any, **kwargs: Any) -> Any:

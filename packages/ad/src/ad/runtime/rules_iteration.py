@@ -15,9 +15,8 @@ import numpy as np
 
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import entries, from_list_ct
-from ad.runtime.dunders import user_iterable
-from ad.runtime.rules_containers import through_iter
 from ad.runtime.state import keep_stateful
+from ad.runtime.user_iterables import through_iter, user_iterable
 from rulescore import AbstractZero, NoTangent, ZeroTangent, rrule, unthunk
 
 _Z = ZeroTangent()

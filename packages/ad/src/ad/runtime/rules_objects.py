@@ -353,6 +353,55 @@ def follow_written(obj: Any, site: str) -> Any:
     return follow(obj)
 
 
+def holder_print(obj: Any) -> Any:
+    """Under nested differentiation, what the captured or global holder ``obj``
+    holds, by identity, three levels deep (``follow_after`` compares it after a
+    call); else None (first order follows ``obj`` by identity: nothing to compare)."""
+    return _print(obj, 3) if nested() else None
+
+
+def _print(v: Any, depth: int) -> Any:
+    if depth == 0:
+        return id(v)
+    if type(v) is list or type(v) is tuple:
+        return (id(v), tuple(_print(x, depth - 1) for x in v))
+    if type(v) is dict:
+        return (id(v), tuple((k, _print(x, depth - 1)) for k, x in v.items()))
+    if stateful(v) and hasattr(v, "__dict__"):
+        return (id(v), tuple((k, _print(x, depth - 1)) for k, x in vars(v).items()))
+    return id(v)
+
+
+def follow_after(obj: Any, before: Any, site: str) -> Any:
+    """``follow(obj)`` after a call that may write the captured or global holder
+    ``obj``; under nested differentiation, which follows no holder by identity, a
+    write by the call (what ``obj`` holds changed from ``before``) is refused: the
+    reads after it would take its value as a constant."""
+    _unchanged(obj, before, site)
+    return follow(obj)
+
+
+def _unchanged(obj: Any, before: Any, site: str) -> None:
+    if before is not None and _print(obj, 3) != before:
+        raise MutationError(
+            f"{site}: the call here wrote into a global or captured container (or object) "
+            "that this function reads, which nested (higher-order) differentiation does "
+            "not follow: the derivative of what it wrote would be lost.\n"
+            "To fix: pass the container to the function that writes it as an argument "
+            "and return it, or take this derivative at first order."
+        )
+
+
+non_differentiable(holder_print)
+
+
+@rrule.register(follow_after, config=ADConfig)
+def _(config: Any, obj: Any, before: Any, site: str) -> Any:
+    _unchanged(obj, before, site)
+    y, pb = _follow_rule(config, obj)
+    return y, keep_stateful(pb, lambda ȳ: (*pb(ȳ), _NO, _NO))
+
+
 def _array_written(obj: Any, site: str) -> MutationError:
     return MutationError(
         f"{site}: an item of a {type(obj).__name__} read out of another object or "

@@ -21,9 +21,7 @@ import itertools
 from typing import Any
 
 from ad.errors import CotangentShapeError
-from ad.runtime import calls
-from ad.runtime.dunders import nested_iteration_refused, user_iterable
-from ad.runtime.state import nested
+from ad.runtime.user_iterables import through_fiter, user_iterable
 from rulescore import AbstractThunk, AbstractZero, NoTangent, Tangent, ZeroTangent
 
 __all__ = [
@@ -130,10 +128,7 @@ def fiter(it: Any, ṫ: Any) -> Any:
     if is_zero(ṫ):
         return zip(it, itertools.repeat(_Z))
     if user_iterable(it):  # a user class's __iter__: iter(it) pushed forward
-        if nested():
-            raise nested_iteration_refused(it)
-        inner, ṫ = calls.fcall(iter, (_Z, ṫ), it)
-        it = list(inner)
+        it, ṫ = through_fiter(it, ṫ)
         if isinstance(ṫ, AbstractThunk):
             ṫ = ṫ.unthunk()
         if is_zero(ṫ):

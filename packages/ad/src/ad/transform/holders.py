@@ -159,7 +159,12 @@ def follow_holders(
         # itself: its alias is followed again around such calls, as a local holder
         # handed to one is, so the reads after see the writes (and their derivative).
         fn = _follow_around_writing_calls(
-            fn, {_alias(n) for n in free_done}, active_names(fn, seeds, plain), plain, resolve
+            fn,
+            {_alias(n): resolve(n) for n in free_done},
+            active_names(fn, seeds, plain),
+            plain,
+            resolve,
+            filename,
         )
     if free_done or local_done:
         active = active_names(fn, seeds, plain)
@@ -598,18 +603,54 @@ def _follow_before_calls(
 
 
 def _follow_around_writing_calls(
-    fn: ast.FunctionDef, aliases: set[str], active: set[str], plain: frozenset[str], resolve: Any
+    fn: ast.FunctionDef,
+    holders: dict[str, Any],
+    active: set[str],
+    plain: frozenset[str],
+    resolve: Any,
+    filename: str,
 ) -> ast.FunctionDef:
     """``alias = _ad_follow(alias)`` around each active call of code that may write
-    the captured holders ``aliases`` stand for (``_Calls.may_write_globals``)."""
+    the captured holders ``holders`` (alias -> holder) stand for
+    (``_Calls.may_write_globals``); where the call is of a Python function that
+    may write one (``_written_by``), its contents are compared after the call
+    under nested differentiation (``rules_objects.follow_after``)."""
     calls = _Calls(active, plain, resolve, _closures(fn, resolve))
 
     def follows(s: ast.stmt) -> tuple[list[ast.stmt], list[ast.stmt]]:
         if not calls.may_write_globals(s):
             return [], []
-        return ([_follow_call(a, a, s.lineno) for a in sorted(aliases)],) * 2
+        site = ast.Constant(f"{filename}:{s.lineno}")
+        before, after = [], []
+        writers = _called_functions(s.value, resolve)  # type: ignore[attr-defined]
+        for a in sorted(holders):
+            if not _written_by(holders[a], writers, 3, set()):
+                before.append(_follow_call(a, a, s.lineno))
+                after.append(_follow_call(a, a, s.lineno))
+                continue
+            # the holder's contents before the call, compared after it under nested
+            # differentiation, which follows no holder (``rules_objects.follow_after``)
+            printed = f"_ad_hp_{a}"
+            before += [
+                _follow_call(a, a, s.lineno),
+                _helper_assign(printed, "_ad_holder_print", [ast.Name(a, ast.Load())], s.lineno),
+            ]
+            args = [ast.Name(a, ast.Load()), ast.Name(printed, ast.Load()), site]
+            after.append(_helper_assign(a, "_ad_follow_after", args, s.lineno))
+        return before, after
 
     return _around(fn, follows)
+
+
+def _called_functions(call: ast.Call, resolve: Any) -> list[types.FunctionType]:
+    """The user's Python functions ``call`` calls or hands on (``map(g, xs)``)."""
+    named = [call.func, *call.args, *(k.value for k in call.keywords)]
+    return _callees({a.id for a in named if isinstance(a, ast.Name)}, resolve)
+
+
+def _helper_assign(target: str, helper: str, args: list[ast.expr], line: int) -> ast.Assign:
+    call = at(ast.Call(ast.Name(helper, ast.Load()), args, []), line)
+    return at(ast.Assign([ast.Name(target, ast.Store())], call), line)
 
 
 def _around(fn: ast.FunctionDef, insert: Any) -> ast.FunctionDef:

@@ -86,7 +86,17 @@ def front(
             plain, callees, reads = _resolved_names(f, anf)
     followed, seeds = follow_holders(anf, seeds, plain, f, src.filename)
     if followed is not anf:
-        anf, reads = followed, reads | {"_ad_follow", "_ad_unfollowed", "_ad_unfollowed_call"}
+        anf, reads = (
+            followed,
+            reads
+            | {
+                "_ad_follow",
+                "_ad_unfollowed",
+                "_ad_unfollowed_call",
+                "_ad_holder_print",
+                "_ad_follow_after",
+            },
+        )
     active = active_names(anf, seeds, plain)
     return Front(anf, active, plain, src.filename, callees, reads, guards)
 
