@@ -38,12 +38,14 @@ __all__ = ["RECEIVER", "held", "written_arguments"]
 RECEIVER = -1
 _PLAIN = frozenset([float, int, complex, np.ndarray, tuple, list, dict])
 _MethodType = types.MethodType
+_FunctionType = types.FunctionType
 _NONE: list[int] = []  # never changed: callers only read it
 
 
 def written_arguments(f: Any, args: tuple) -> list[int]:
     """The positions of the user objects among ``args`` (``RECEIVER``: a bound
-    method's receiver) that ``f`` may write; empty when there are none."""
+    method's receiver, or ``f`` itself, a callable object) that ``f`` may write;
+    empty when there are none."""
     found = None
     for i, a in enumerate(args):  # a loop, not a comprehension: every call pays it
         if a.__class__ in _PLAIN or not stateful(a):
@@ -52,13 +54,22 @@ def written_arguments(f: Any, args: tuple) -> list[int]:
             found = [i]
         else:
             found.append(i)
-    if type(f) is _MethodType and stateful(f.__self__):
+    if (type(f) is _MethodType and stateful(f.__self__)) or (
+        f.__class__ is not _FunctionType and stateful(f)  # a callable object: its __call__
+    ):
         found = [*(found or ()), RECEIVER]
-    if found and may_write(f, kinds=tuple(map(type, args))):
-        return found
+    if found:
+        call = f
+        if found[-1] == RECEIVER and type(f) is not _MethodType:
+            call = type(f).__call__  # a callable object: what its __call__ writes
+        if may_write(call, kinds=(type(held(f, args, found[-1])), *map(type, args))):
+            return found
     return _NONE
 
 
 def held(f: Any, args: tuple, i: int) -> Any:
-    """The object at position ``i`` (see ``written_arguments``)."""
-    return f.__self__ if i == RECEIVER else args[i]
+    """The object at position ``i`` (see ``written_arguments``): ``RECEIVER`` is a bound
+    method's object, or the callable object itself."""
+    if i != RECEIVER:
+        return args[i]
+    return f.__self__ if type(f) is _MethodType else f

@@ -35,7 +35,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
-import dis
+import re
 import types
 from typing import Any
 
@@ -50,6 +50,7 @@ from ad.transform.activity import (
     value_is_active,
 )
 from ad.transform.anf_base import IN_PLACE_HELPERS
+from ad.transform.callee_writes import called_functions, callees, library, written_by
 from rulescore import AbstractZero, Tangent
 
 __all__ = [
@@ -108,8 +109,6 @@ def holder(obj: Any) -> bool:
 CAPTURED_WRITTEN: dict[int, Any] = {}
 
 
-#: Modules whose functions write nothing a caller reads as differentiated.
-_LIBRARIES = ("builtins", "numpy", "math", "cmath", "operator", "scipy", "rules", "rulescore")
 _CONSTRUCTORS = frozenset(["dict", "list"])
 
 
@@ -129,11 +128,11 @@ def follow_holders(
     holders = _free_holders(read, resolve)
     # Captured holders that some function writes into, or that a function this one
     # calls may write (it may not have run yet): read through an alias here too.
-    callees = _callees(read, resolve)
+    called = callees(read, resolve)
     free = {
         n
         for n, v in holders.items()
-        if CAPTURED_WRITTEN.get(id(v)) is v or _written_by(v, callees, 3, set())
+        if CAPTURED_WRITTEN.get(id(v)) is v or written_by(v, called, 3, set())
     }
     for _ in range(4):  # following makes names active, which can activate more calls
         active = active_names(fn, seeds, plain)
@@ -174,7 +173,7 @@ def follow_holders(
     # follows by identity; reads here, along the variable, would miss it.
     for n in _captured_locals(fn, resolve) - local_done:
         reads.setdefault(n, None)
-    classes = {n for n in read if isinstance(resolve(n), type) and not _library(resolve(n))}
+    classes = {n for n in read if isinstance(resolve(n), type) and not library(resolve(n))}
     return _guard_reads(fn, reads, _Calls(active, plain, resolve), filename, classes), seeds
 
 
@@ -200,67 +199,6 @@ def _closures(fn: ast.FunctionDef, resolve: Any) -> dict[str, set[str]]:
             captured = {n for n in free_names(node) if resolve(n) is LOCAL}
             out.setdefault(name or "", set()).update(captured)
     return out
-
-
-#: methods of dicts, lists and sets that change them in place
-_MUTATORS = frozenset(
-    "append extend insert pop remove clear sort reverse update setdefault popitem add "
-    "discard __setitem__ __delitem__ __iadd__".split()
-)
-#: instructions that write an item or an attribute
-_WRITE_OPS = frozenset(["STORE_SUBSCR", "DELETE_SUBSCR", "STORE_ATTR", "DELETE_ATTR"])
-
-
-def _callees(read: set[str], resolve: Any) -> list[types.FunctionType]:
-    """The Python functions of the user's that the names in ``read`` hold."""
-    out = []
-    for name in read:
-        v = resolve(name)
-        if type(v) is types.FunctionType and not _library(v):
-            out.append(v)
-    return out
-
-
-def _written_by(value: Any, fns: list[types.FunctionType], depth: int, seen: set) -> bool:
-    """Whether one of ``fns`` (or a function they name, ``depth`` calls deep) may
-    write into ``value``, a captured or global holder, by a name of its own: it
-    names ``value`` (a global or a captured variable) and writes an item or an
-    attribute, or calls a method that changes a container (``G.append(v)``,
-    ``D[k] = v``). Conservative: a false answer only costs following ``value``."""
-    for fn in fns:
-        code = fn.__code__
-        if code in seen:
-            continue
-        seen.add(code)
-        names = _named_values(fn)
-        if any(v is value for v in names.values()) and _writes(code):
-            return True
-        if depth > 1:
-            inner = [v for v in names.values() if type(v) is types.FunctionType and not _library(v)]
-            if _written_by(value, inner, depth - 1, seen):
-                return True
-    return False
-
-
-def _named_values(fn: types.FunctionType) -> dict[str, Any]:
-    """What the globals and captured variables ``fn``'s code names hold now."""
-    out = {n: fn.__globals__[n] for n in fn.__code__.co_names if n in fn.__globals__}
-    for n, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-        try:
-            out[n] = cell.cell_contents
-        except ValueError:  # an empty cell
-            pass
-    return out
-
-
-def _writes(code: types.CodeType) -> bool:
-    """Whether ``code`` (or code nested in it) writes an item or an attribute, or
-    names a method that changes a container."""
-    if _MUTATORS.intersection(code.co_names):
-        return True
-    if any(ins.opname in _WRITE_OPS for ins in dis.get_instructions(code)):
-        return True
-    return any(_writes(c) for c in code.co_consts if isinstance(c, types.CodeType))
 
 
 def _free_holders(read: set[str], resolve: Any) -> dict[str, Any]:
@@ -391,12 +329,6 @@ LOCAL = object()
 UNBOUND = object()
 
 
-def _library(value: Any) -> bool:
-    """A function of a library (numpy, math, ...): it writes into no holder of ours."""
-    mod = getattr(value, "__module__", None) or ""
-    return mod.split(".")[0] in _LIBRARIES
-
-
 class _Calls:
     """What each statement of an ANF body hands to code that may write into it."""
 
@@ -450,7 +382,10 @@ class _Calls:
             return None, []
         if func.id in self.receivers:  # a method: it may write its object
             return None, [self.receivers[func.id]] + _names(call.args)
-        if func.id.startswith("_ad_") or func.id in self.plain or _library(self.resolve(func.id)):
+        if self.resolve(func.id) is LOCAL and _user_value(func.id):
+            # a local callable (a name or a temporary): an object's __call__ may write it
+            return None, [func.id, *_names(call.args)]
+        if func.id.startswith("_ad_") or func.id in self.plain or library(self.resolve(func.id)):
             return None, []  # the AD's helpers and library functions write nothing of ours
         return None, _names(call.args)
 
@@ -478,9 +413,18 @@ class _Calls:
         if func.id in self.receivers:
             return func.id
         found = self.resolve(func.id)
-        if isinstance(found, types.FunctionType) and not _library(found):
+        if isinstance(found, types.FunctionType) and not library(found):
             return func.id
         return None
+
+
+def _user_value(name: str) -> bool:
+    """Whether the local ``name`` holds a value of the user's program: a variable, an
+    ANF temporary (``_ad_t3``) or a comprehension's renamed one, not the AD's own."""
+    return not name.startswith("_ad_") or _TEMPORARY.fullmatch(name) is not None
+
+
+_TEMPORARY = re.compile(r"_ad_(t\d+|c\d+_\w+)")
 
 
 def _names(args: list[ast.expr]) -> list[str]:
@@ -525,7 +469,7 @@ def _holder_builds(fn: ast.FunctionDef, resolve: Any) -> set[str]:
                 out.add(s.targets[0].id)
             else:
                 cls = resolve(v.func.id)
-                if isinstance(cls, type) and not _library(cls):
+                if isinstance(cls, type) and not library(cls):
                     out.add(s.targets[0].id)
     # A conditional expression (``seen = [] if c else {}``) builds into a temporary
     # in each branch (``anf``), which the name is then bound to: built there too.
@@ -622,9 +566,9 @@ def _follow_around_writing_calls(
             return [], []
         site = ast.Constant(f"{filename}:{s.lineno}")
         before, after = [], []
-        writers = _called_functions(s.value, resolve)  # type: ignore[attr-defined]
+        writers = called_functions(s.value, resolve)  # type: ignore[attr-defined]
         for a in sorted(holders):
-            if not _written_by(holders[a], writers, 3, set()):
+            if not written_by(holders[a], writers, 3, set()):
                 before.append(_follow_call(a, a, s.lineno))
                 after.append(_follow_call(a, a, s.lineno))
                 continue
@@ -640,12 +584,6 @@ def _follow_around_writing_calls(
         return before, after
 
     return _around(fn, follows)
-
-
-def _called_functions(call: ast.Call, resolve: Any) -> list[types.FunctionType]:
-    """The user's Python functions ``call`` calls or hands on (``map(g, xs)``)."""
-    named = [call.func, *call.args, *(k.value for k in call.keywords)]
-    return _callees({a.id for a in named if isinstance(a, ast.Name)}, resolve)
 
 
 def _helper_assign(target: str, helper: str, args: list[ast.expr], line: int) -> ast.Assign:
