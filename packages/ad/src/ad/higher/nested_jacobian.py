@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ad.api.gradient import bind_keywords, to_user
-from ad.api.jacobian import jacobian, withjacobian
+from ad.api.jacobian import WithJacobian, jacobian, withjacobian
 from ad.api.jvp import jvp
 from ad.higher.cotangent_parts import _is_zero
 from ad.higher.hessian import diaghessian, hvp
@@ -66,14 +66,10 @@ def _one_hot(args: tuple, i: int, k: int) -> tuple:
     return tuple(ts)
 
 
-def _weights(w: Any, a: Any, rows: int) -> Any:
-    """A cotangent of one Jacobian (``(m, n)``, or ``(m,)`` for a number argument) as
-    a dense ``(m, n)`` matrix; None when it is zero."""
+def _has_weights(w: Any) -> bool:
+    """Whether the cotangent ``w`` of one Jacobian (or diagonal) is not zero."""
     w = unthunk(w)
-    if w is None or _is_zero(w):
-        return None
-    w = np.asarray(w, dtype=float)
-    return w.reshape(rows, -1)
+    return not (w is None or _is_zero(w))
 
 
 def _rows(y: Any) -> int:
@@ -82,8 +78,16 @@ def _rows(y: Any) -> int:
 
 non_differentiable(_kind)
 non_differentiable(_one_hot)
-non_differentiable(_weights)
+non_differentiable(_has_weights)
 non_differentiable(_rows)
+
+
+def _weights(w: Any, rows: int) -> Any:
+    """A cotangent of one Jacobian (``(m, n)``, or ``(m,)`` for a number argument) as
+    an ``(m, n)`` matrix. Differentiated, not a constant: the kernels' value is linear
+    in it, and reverse mode over their pullback (``hessian_reverse`` of a function
+    calling ``jacobian``) follows the cotangent, which depends on the point, through it."""
+    return np.reshape(unthunk(w), (rows, -1))
 
 
 # --- the kernels (differentiated as source) ---------------------------------------------
@@ -111,8 +115,8 @@ def jacobian_dot(f: Callable, args: tuple, w: tuple, rows: int) -> Any:
     """``Σᵢ ⟨Jᵢ, wᵢ⟩``: the function whose gradient is ``jacobian``'s pullback of ``w``."""
     total = 0.0
     for i in range(len(args)):
-        wi = _weights(w[i], args[i], rows)
-        if _kind(args[i]) != "" and wi is not None:
+        if _kind(args[i]) != "" and _has_weights(w[i]):
+            wi = _weights(w[i], rows)
             for k in range(np.size(args[i])):
                 col = np.ravel(jvp(f, args, _one_hot(args, i, k))[1])
                 total = total + np.sum(col * wi[:, k])
@@ -125,6 +129,11 @@ def withjacobian_dot(f: Callable, args: tuple, v̄: Any, w: tuple, rows: int) ->
     if v̄ is not None:
         total = total + np.sum(f(*args) * v̄)
     return total
+
+
+def withjacobian_columns(f: Callable, args: tuple) -> tuple:
+    """``withjacobian(f, *args)`` as a pair: the value and one ``jvp`` per column."""
+    return f(*args), jacobian_columns(f, args)
 
 
 def _diagonal(f: Callable, args: tuple, i: int) -> Any:
@@ -160,8 +169,8 @@ def diaghessian_dot(f: Callable, args: tuple, w: tuple) -> Any:
     """``Σᵢ ⟨diag Hᵢ, wᵢ⟩``: the function whose gradient is ``diaghessian``'s pullback."""
     total = 0.0
     for i in range(len(args)):
-        wi = _weights(w[i], args[i], 1)
-        if _kind(args[i]) != "" and wi is not None:
+        if _kind(args[i]) != "" and _has_weights(w[i]):
+            wi = _weights(w[i], 1)
             total = total + np.sum(np.ravel(_diagonal(f, args, i)) * np.ravel(wi))
     return total
 
@@ -233,6 +242,23 @@ def _(config: Any, f: Callable, *args: Any, mode: str = "auto", **kwargs: Any) -
         return (_NO, _f_ct(raw[1], kwargs), *entries(raw[2], n, "the arguments"))
 
     return out, withjacobian_pullback
+
+
+@frule.register(withjacobian, config=ADConfig)
+def _(config: Any, ṡ: Any, *rest: Any, mode: str = "auto", **kwargs: Any) -> Any:
+    m = len(rest) // 2
+    (ḟ, *ȧ), (f, *args) = rest[:m], rest[m:]
+    (y, J), ṫ = _forward.fcall(
+        withjacobian_columns,
+        (_Z, _f_tangent(ḟ, kwargs), _forward.tan_tuple(*ȧ)),
+        _bound(f, kwargs),
+        tuple(args),
+    )
+    out = WithJacobian(y, J)
+    if _is_zero(unthunk(ṫ)):
+        return out, _Z
+    ẏ, J̇ = _forward.entries(ṫ, 2, (y, J))
+    return out, Tangent[WithJacobian]._from_backing({"val": ẏ, "grad": J̇})
 
 
 @rrule.register(diaghessian, config=ADConfig)

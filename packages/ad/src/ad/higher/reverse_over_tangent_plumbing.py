@@ -29,6 +29,7 @@ from rulescore import (
     Tangent,
     ZeroTangent,
     backing,
+    canonicalize,
     non_differentiable,
     rrule,
     unthunk,
@@ -196,6 +197,16 @@ def _(config: Any, cls: type, b: Any) -> Any:
             return (_NO, _NO, _Z)
         inner = ȳ._backing if isinstance(ȳ, Tangent) else ȳ
         if isinstance(b, dict):
+            if isinstance(inner, (list, tuple)):
+                # The cotangent of the tangent's iteration (``entries`` reads a
+                # namedtuple's tangent as ``tuple(t)``): its fields', in order.
+                fields = tuple(canonicalize(cls._from_backing({}))._backing)
+                if len(fields) != len(inner):
+                    raise TypeError(
+                        f"the cotangent of a {cls.__name__} has {len(inner)} entries for "
+                        f"its {len(fields)} fields"
+                    )
+                inner = dict(zip(fields, inner))
             return (_NO, _NO, container._from_backing(dict(inner)))
         return (_NO, _NO, container._from_backing(tuple(inner)))
 
