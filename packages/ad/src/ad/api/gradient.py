@@ -43,6 +43,8 @@ _PLAIN: frozenset = frozenset([float])
 _SEEDS: dict = {float: 1.0}
 _np = sys.modules.get("numpy")
 _ndarray: Any = None if _np is None else _np.ndarray
+#: arguments that are never objects a function writes (``written_arguments``)
+_PLAIN_ARGS: frozenset = frozenset([float, int, _ndarray])
 _ARRAYS: tuple = () if _np is None else (_np.ndarray, _np.generic)
 if _np is not None:  # ad depends on numpy; keep the lookups exact by type
     _PLAIN = frozenset([float, _np.ndarray, _np.float64])
@@ -68,9 +70,16 @@ def _top_call(
 def _unscoped_top_call(
     f: Callable, args: tuple, novalue: bool = False, kwargs: dict | None = None
 ) -> tuple[Any, Callable]:
-    written = written_arguments(f, args)
-    if written:
-        return _following_written(written, f, args, novalue, kwargs)
+    usual = f.__class__ is _FunctionType  # a function of floats and arrays: nothing to follow
+    if usual:
+        for a in args:  # a loop, not any(): every call pays it
+            if a.__class__ not in _PLAIN_ARGS:
+                usual = False
+                break
+    if not usual:
+        written = written_arguments(f, args)
+        if written:
+            return _following_written(written, f, args, novalue, kwargs)
     return _plain_top_call(f, args, novalue, kwargs)
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ad.runtime.dunders import method
 from ad.runtime.rules_callbacks import may_write
 from ad.transform.holders import stateful
 
@@ -54,17 +55,33 @@ def written_arguments(f: Any, args: tuple) -> list[int]:
             found = [i]
         else:
             found.append(i)
-    if (type(f) is _MethodType and stateful(f.__self__)) or (
-        f.__class__ is not _FunctionType and stateful(f)  # a callable object: its __call__
-    ):
-        found = [*(found or ()), RECEIVER]
-    if found:
-        call = f
-        if found[-1] == RECEIVER and type(f) is not _MethodType:
-            call = type(f).__call__  # a callable object: what its __call__ writes
-        if may_write(call, kinds=(type(held(f, args, found[-1])), *map(type, args))):
-            return found
-    return _NONE
+    call = f
+    if type(f) is _MethodType:
+        if stateful(f.__self__):
+            found = [*(found or ()), RECEIVER]
+    elif f.__class__ is not _FunctionType and stateful(f):
+        call = method(type(f), "__call__")
+        if type(call) is _FunctionType:  # a callable object: what its __call__ writes
+            found = [*(found or ()), RECEIVER]
+    if not found:
+        return _NONE
+    kinds = (type(held(f, args, found[-1])), *map(type, args))
+    key = (call, kinds)
+    try:
+        writes = _DECIDED[key]
+    except KeyError:
+        writes = may_write(call, kinds=kinds)
+        if len(_DECIDED) >= 256:  # bounded: functions made per call leave
+            _DECIDED.clear()
+        _DECIDED[key] = writes
+    except TypeError:  # an unhashable callable
+        writes = may_write(call, kinds=kinds)
+    return found if writes else _NONE
+
+
+#: (function, argument types) -> whether it may write: ``may_write`` reads the
+#: function's code and what it names, too slow for every call of ``gradient``
+_DECIDED: dict[tuple, bool] = {}
 
 
 def held(f: Any, args: tuple, i: int) -> Any:
