@@ -363,3 +363,34 @@ def test_rounding_and_bit_operators_run_the_class_dunder(f, d1):
     want = fd_gradient(f, a)[0] if d1 is None else d1(a)
     assert ad.gradient(f, a)[0] == pytest.approx(want, rel=1e-9)
     assert ad.jvp(f, (a,), (1.0,))[1] == pytest.approx(want, rel=1e-9)
+
+
+def sum_start_keyword_numbers(a):
+    return sum([a, a * a], start=2.0) * a  # a² + a³ + 2a
+
+
+def sum_start_keyword_objects(a):
+    return sum([Mul(a), Mul(2.0)], start=Mul(a)).v  # a·a·2 = 2a²
+
+
+@pytest.mark.parametrize(
+    ("f", "d1", "d2"),
+    [
+        (sum_start_keyword_numbers, lambda a: 2 * a + 3 * a * a + 2, lambda a: 2 + 6 * a),
+        (sum_start_keyword_objects, lambda a: 4 * a, None),
+    ],
+)
+def test_sum_with_start_by_keyword(f, d1, d2):
+    # numbers: forward mode and hessian raised TypeError (the rule took no keywords);
+    # objects: reverse mode gave None (the keyword call's pullback lost Stateful)
+    a = 1.3
+    assert ad.gradient(f, a)[0] == pytest.approx(d1(a), rel=1e-12)
+    assert ad.jvp(f, (a,), (1.0,))[1] == pytest.approx(d1(a), rel=1e-12)
+    assert fd_gradient(f, a)[0] == pytest.approx(d1(a), rel=1e-6)
+    if d2 is None:  # a keyword carrying a derivative at second order: refused by name
+        with pytest.raises(
+            ad.NoRuleError, match=r"(?s)keyword argument of sum.*pass it positionally"
+        ):
+            ad.hessian(f, a)
+        return
+    assert ad.hessian(f, a) == pytest.approx(d2(a), rel=1e-10)

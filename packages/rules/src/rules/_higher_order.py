@@ -158,10 +158,13 @@ def _adds_objects(xs: Any, start: tuple) -> bool:
 
 
 @rrule.register(builtins.sum, config=HasReverseMode)
-def _(config: Any, xs: _Sequence, *start: Any) -> Any:
-    if not _adds_objects(xs, start):
-        return rrule(builtins.sum, xs, *start)
-    y, pb = rrule(config, functools.reduce, operator.add, xs, start[0] if start else 0)
+def _(config: Any, xs: _Sequence, *start: Any, **kwargs: Any) -> Any:
+    if not _adds_objects(xs, (*start, *kwargs.values())):
+        return rrule(builtins.sum, xs, *start, **kwargs)
+    # a start given by keyword is a constant here (an AD passes one carrying a
+    # derivative by position, ``rulescore``'s keywords_as_positions)
+    first = start[0] if start else kwargs.get("start", 0)
+    y, pb = rrule(config, functools.reduce, operator.add, xs, first)
 
     def sum_pullback(ȳ: Any) -> tuple:
         _, _, x̄s, s̄ = pb(ȳ)
@@ -252,12 +255,15 @@ def _(config: Any, ḟ: Any, *rest: Any) -> Any:
 
 
 @frule.register(builtins.sum, config=HasForwardsMode)
-def _(config: Any, ḟ: Any, *rest: Any) -> Any:
+def _(config: Any, ḟ: Any, *rest: Any, **kwargs: Any) -> Any:
     k = len(rest) // 2
     xs, start = rest[k], rest[k + 1 :]
-    if not isinstance(xs, _Sequence) or not _adds_objects(xs, start):
-        return frule((ḟ, *rest[:k]), builtins.sum, *rest[k:])
-    ṡ = rest[1:k] if start else (_ZERO,)
+    if not isinstance(xs, _Sequence) or not _adds_objects(xs, (*start, *kwargs.values())):
+        return frule((ḟ, *rest[:k]), builtins.sum, *rest[k:], **kwargs)
+    if not start and "start" in kwargs:  # by keyword: a constant (see the rrule)
+        start, ṡ = (kwargs["start"],), (_ZERO,)
+    else:
+        ṡ = rest[1:k] if start else (_ZERO,)
     return frule(
         config, (ḟ, _NO, rest[0], *ṡ), functools.reduce, operator.add, xs, *(start or (0,))
     )

@@ -22,6 +22,7 @@ import sys
 from typing import Any
 
 from ad.runtime.tracebacks import function_name
+from ad.transform.holders import stateful
 
 __all__ = ["keyword_reason", "keywords_as_positions", "maybe_differentiable"]
 
@@ -33,14 +34,16 @@ _PARAMS_BOUND = 2048
 
 def maybe_differentiable(v: Any) -> bool:
     """Whether a keyword argument's value may carry a derivative a rule drops: a float
-    or complex number, a float or complex array or numpy scalar, or a list, tuple or
-    dict holding one (``weights=[a, b]``). A function passed by keyword
+    or complex number, a float or complex array or numpy scalar, a user object, or a
+    list, tuple or dict holding one (``weights=[a, b]``). A function passed by keyword
     (``sorted(xs, key=...)``) is not: rules use it to choose, not to compute.
 
     >>> maybe_differentiable([1, 2.5]), maybe_differentiable(abs), maybe_differentiable(3)
     (True, False, False)
     """
     if isinstance(v, (float, complex)):
+        return True
+    if stateful(v) and not callable(v):  # a user object (sum(objs, start=P(a)))
         return True
     if isinstance(v, (list, tuple)):
         return any(maybe_differentiable(e) for e in v)

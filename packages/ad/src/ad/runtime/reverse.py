@@ -337,7 +337,9 @@ def _keywords_moved(f: Any, n: int, args: tuple, kwargs: dict, names: tuple) -> 
         kw.update((k, c) for k, c in zip(names, cts[n + 1 : -1]) if k is not None)
         return (*cts[: n + 1], kw)
 
-    return y, keywords_moved_pullback
+    return y, _Stateful(keywords_moved_pullback) if type(
+        pb
+    ) is _Stateful else keywords_moved_pullback
 
 
 def _with_kw_cotangents(pb: Callable, f: Any, kwargs: dict) -> Callable:
@@ -353,7 +355,7 @@ def _with_kw_cotangents(pb: Callable, f: Any, kwargs: dict) -> Callable:
     def kw_pullback(ȳ: Any) -> tuple:
         return (*pb(ȳ), kw_cts)
 
-    return kw_pullback
+    return _Stateful(kw_pullback) if type(pb) is _Stateful else kw_pullback  # must run too
 
 
 def _fallback(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
