@@ -28,18 +28,16 @@ runs on every way out of the body, once.
 
 from __future__ import annotations
 
-import os
-import types
 from typing import Any
 
 from ad.errors import MutationError
 from ad.runtime import calls
 from ad.runtime.config import ADConfig
 from ad.runtime.dunders import method
-from ad.runtime.library_code import is_library_function
+from ad.runtime.library_code import users_method
 from ad.runtime.rules_callbacks import may_write
 from ad.runtime.state import nested
-from ad.runtime.tracebacks import call_site, internal_file
+from ad.runtime.tracebacks import call_site
 from rulescore import NoTangent, ZeroTangent, frule, non_differentiable, rrule
 
 __all__ = ["CONTEXT_HELPERS", "Entered", "enter"]
@@ -69,21 +67,10 @@ class Entered:
 
 
 def _users_enter(mgr: Any) -> Any:
-    """``type(mgr).__enter__`` when it is Python code of the user's, else None: not
-    C code, the standard library's (``is_library_function``), an installed
-    package's (``np.errstate``'s sets a context variable) or the AD's own."""
+    """``type(mgr).__enter__`` when it is Python code of the user's (``users_method``),
+    else None."""
     fn = method(type(mgr), "__enter__")
-    if (
-        type(fn) is types.FunctionType
-        and not is_library_function(fn)
-        and _INSTALLED not in fn.__code__.co_filename
-        and not internal_file(fn.__code__.co_filename)
-    ):
-        return fn
-    return None
-
-
-_INSTALLED = "-packages" + os.sep  # site-packages, dist-packages
+    return fn if users_method(fn) else None
 
 
 def _nested_write_refused(fn: Any) -> None:

@@ -30,6 +30,7 @@ import sysconfig
 import types
 from typing import Any
 
+from ad.runtime.tracebacks import internal_file
 from rulescore import AbstractZero
 
 __all__ = [
@@ -93,6 +94,26 @@ def is_library_function(f: Any) -> bool:
             _LIBRARY.clear()
         _LIBRARY[key] = known
     return known
+
+
+def users_method(f: Any) -> bool:
+    """Whether ``f``, a class's special method (``__iter__``, ``__enter__``), is
+    Python code of the user's, which the AD differentiates where Python calls it:
+    not C code, the standard library's (``is_library_function``), an installed
+    package's (``np.errstate.__enter__`` sets a context variable) or the AD's own
+    (a ``Tangent``'s ``__iter__``).
+
+    >>> import numpy as np
+    >>> users_method(np.errstate.__enter__), users_method(list.__iter__)
+    (False, False)
+    """
+    if type(f) is not types.FunctionType:
+        return False
+    filename = f.__code__.co_filename
+    return _INSTALLED not in filename and not internal_file(filename) and not is_library_function(f)
+
+
+_INSTALLED = "-packages" + os.sep  # site-packages, dist-packages
 
 
 def _is_library(f: Any, code: types.CodeType) -> bool:

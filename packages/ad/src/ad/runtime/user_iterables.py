@@ -27,7 +27,6 @@ refused, naming the line.
 
 from __future__ import annotations
 
-import types
 from collections.abc import Callable
 from typing import Any
 
@@ -35,9 +34,9 @@ from ad.errors import NoRuleError
 from ad.runtime import calls
 from ad.runtime.cotangents import entries
 from ad.runtime.dunders import method
-from ad.runtime.library_code import is_library_function
+from ad.runtime.library_code import users_method
 from ad.runtime.state import Stateful, keep_stateful, nested
-from ad.runtime.tracebacks import call_site, internal_file
+from ad.runtime.tracebacks import call_site
 from rulescore import AbstractZero, NoTangent, ZeroTangent, unthunk
 
 __all__ = [
@@ -59,16 +58,8 @@ CONSUMERS = frozenset(
 
 
 def user_iterable(it: Any) -> bool:
-    """Whether iterating ``it`` runs a user class's ``__iter__`` (Python code of the
-    user's: not a library's, nor the AD's own tangents')."""
-    if isinstance(it, (list, tuple, dict)):
-        return False
-    fn = method(type(it), "__iter__")
-    return (
-        type(fn) is types.FunctionType
-        and not internal_file(fn.__code__.co_filename)  # a Tangent's, iterated as it is
-        and not is_library_function(fn)
-    )
+    """Whether iterating ``it`` runs a user class's ``__iter__`` (``users_method``)."""
+    return not isinstance(it, (list, tuple, dict)) and users_method(method(type(it), "__iter__"))
 
 
 def nested_iteration_refused(obj: Any) -> NoRuleError:
