@@ -111,15 +111,17 @@ def _plain_top_call(
     # for the value (``gradient``), which a fused sum that is returned may skip.
     if type(f) is _partial and type(f.func) is _FunctionType and f.func not in _RRULES:
         if f not in _RRULES:  # a partial with rules of its own is called through them
-            return _partial_call(f, args, kwargs or {})
+            return _partial_call(f, args, kwargs or {}, novalue)
     if kwargs:
-        return _keyword_call(f, args, kwargs)
+        return _keyword_call(f, args, kwargs, novalue)
     if type(f) is _FunctionType and f not in _RRULES:
         return call_function(f, args, None, False, novalue=novalue)
     return rcall(f, *args)
 
 
-def _partial_call(p: functools.partial, args: tuple, kwargs: dict) -> tuple[Any, Callable]:
+def _partial_call(
+    p: functools.partial, args: tuple, kwargs: dict, novalue: bool = False
+) -> tuple[Any, Callable]:
     """``p(*args, **kwargs)`` at the top level: the function ``p`` wraps, called with
     the bound arguments (data, as a captured variable is) inactive, so nothing is
     computed for them; the pullback returns ``(∂p, ∂args...)`` as for ``p`` itself."""
@@ -127,7 +129,9 @@ def _partial_call(p: functools.partial, args: tuple, kwargs: dict) -> tuple[Any,
     nb = len(p.args)
     keywords = {**p.keywords, **kwargs}
     mask = (1 << nb) - 1 | (_keyword_mask(fn, keywords) if keywords else 0)
-    y, pb = call_function(fn, (*p.args, *args), keywords or None, False, inactive=mask)
+    y, pb = call_function(
+        fn, (*p.args, *args), keywords or None, False, inactive=mask, novalue=novalue
+    )
     n = len(args)
 
     def top_partial_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
@@ -139,14 +143,17 @@ def _partial_call(p: functools.partial, args: tuple, kwargs: dict) -> tuple[Any,
     return y, top_partial_pullback
 
 
-def _keyword_call(f: Callable, args: tuple, kwargs: dict) -> tuple[Any, Callable]:
+def _keyword_call(
+    f: Callable, args: tuple, kwargs: dict, novalue: bool = False
+) -> tuple[Any, Callable]:
     """``f(*args, **kwargs)`` differentiated with respect to ``args`` only: the
     pullback returns ``(∂f, ∂args...)``, as without keywords. A Python function's
     parameters that the keywords fill start inactive (see ``rcall_masked``), so
     nothing is computed for them; the rest (keyword-only parameters, ``**kw``)
     are differentiated and their cotangents dropped."""
     if type(f) is _FunctionType and f not in _RRULES:
-        y, pb = call_function(f, args, kwargs, False, inactive=_keyword_mask(f, kwargs))
+        mask = _keyword_mask(f, kwargs)
+        y, pb = call_function(f, args, kwargs, False, inactive=mask, novalue=novalue)
     else:
         y, pb = rcall_kw(f, args, kwargs)
     n = 1 + len(args)
@@ -229,6 +236,12 @@ def user_results(cts: Any, args: tuple, seed: Any = None) -> tuple:
     shares memory with the seed, an argument or another result is copied, and
     a complex cotangent of a real argument (from a rule that did not project)
     is projected onto the reals, as ``ProjectTo`` of that argument does."""
+    if seed is None:
+        for g, x in zip(cts[1:], args):
+            if g.__class__ is not float or x.__class__ is not float:
+                break
+        else:  # scalar code: floats are the caller's already
+            return tuple(cts[1:])
     out = [to_user(c) for c in cts[1:]]
     taken: set[int] = set()
     if seed.__class__ is not float:
@@ -236,9 +249,11 @@ def user_results(cts: Any, args: tuple, seed: Any = None) -> tuple:
     for x in args:
         if x.__class__ is _ndarray:  # the usual case, without _claim's dispatch
             taken.add(_owner(x))
-        else:
+        elif x.__class__ is not float:
             _claim(x, taken, False)
     for i, (g, x) in enumerate(zip(out, args)):
+        if g.__class__ is float and x.__class__ is float:  # scalar code: nothing to do
+            continue
         if g.__class__ is _ndarray and x.__class__ is _ndarray:
             if g.dtype.kind == "c" and x.dtype.kind in "fiu":
                 g = ProjectTo(x)(g)
@@ -441,7 +456,7 @@ def gradient(f: Callable, /, *args: Any, **kwargs: Any) -> tuple | Grads:
     try:
         if not args:
             _check_called_with_arguments("gradient", f)
-        return _withgradient(f, args, novalue=True, kwargs=kwargs).grad
+        return _withgradient(f, args, novalue=True, kwargs=kwargs)[1]
     except Exception as e:
         if hide_internals(e):  # Python 3.10: see ad.runtime.tracebacks
             raise e
@@ -462,7 +477,7 @@ def withgradient(f: Callable, /, *args: Any, **kwargs: Any) -> WithGradient:
     try:
         if not args:
             _check_called_with_arguments("withgradient", f)
-        return _withgradient(f, args, kwargs=kwargs)
+        return WithGradient(*_withgradient(f, args, kwargs=kwargs))
     except Exception as e:
         if hide_internals(e):  # Python 3.10: see ad.runtime.tracebacks
             raise e
@@ -489,23 +504,24 @@ def _check_called_with_arguments(name: str, f: Callable) -> None:
 
 def _withgradient(
     f: Callable, args: tuple, novalue: bool = False, kwargs: dict | None = None
-) -> WithGradient:
-    """``withgradient``; with ``novalue`` (``gradient``), ``val`` may be ``NOVALUE``."""
+) -> tuple[Any, tuple | Grads]:
+    """``withgradient``'s ``(val, grad)`` as a plain pair; with ``novalue``
+    (``gradient``), ``val`` may be ``NOVALUE``."""
     with deep:  # the forward and the backward pass
         return _withgradient_deep(f, args, novalue, kwargs)
 
 
 def _withgradient_deep(
     f: Callable, args: tuple, novalue: bool, kwargs: dict | None
-) -> WithGradient:
+) -> tuple[Any, tuple | Grads]:
     if len(args) == 1 and isinstance(args[0], Params):  # implicit parameters
         return params_withgradient(bind_keywords(f, kwargs or {}), args[0])
     y, pb = _top_call(f, args, novalue, kwargs)
     if y is NOVALUE:  # a returned fused sum that skipped its value: a float
-        return WithGradient(y, user_results(_call_once(pb, 1.0), args))
+        return y, user_results(_call_once(pb, 1.0), args)
     seed: Any = _SEEDS.get(y.__class__)
     if seed is not None:  # a float loss: the usual case
-        return WithGradient(y, user_results(_call_once(pb, seed), args))
+        return y, user_results(_call_once(pb, seed), args)
     if isinstance(y, tuple) and not hasattr(y, "_fields"):
         if not y:
             raise NonScalarOutputError("withgradient: the function returned an empty tuple")
@@ -517,7 +533,7 @@ def _withgradient_deep(
         seed = {first: _seed(y[first], f)}
     else:
         seed = _seed(y, f)
-    return WithGradient(y, user_results(_call_once(pb, seed), args, seed))
+    return y, user_results(_call_once(pb, seed), args, seed)
 
 
 def _call_once(pb: Callable, seed: Any) -> Any:

@@ -66,10 +66,10 @@ def call_function(
     if _internal(f.__code__):  # a rule differentiated (second order): see _state
         with _suspended():
             y, back = fwd(*args, **(kwargs or {}))
+    elif novalue and entry.elides:
+        y, back = fwd(*args, _ad_nv=True, **(kwargs or {}))  # transform._nodes.NO_VALUE
     elif kwargs:
         y, back = fwd(*args, **kwargs)
-    elif novalue and entry.elides:
-        y, back = fwd(*args, _ad_nv=True)  # transform._nodes.NO_VALUE
     else:
         y, back = fwd(*args)
     if entry.guards:  # helpers inlined: still the functions their names are?

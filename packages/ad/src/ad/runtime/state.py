@@ -189,36 +189,46 @@ class _Deep:
     __slots__ = ()
 
     def __enter__(self) -> None:
-        with _DEEP_LOCK:
-            if _DEEP[0] == 0:
-                _DEEP[1] = limit = sys.getrecursionlimit()
-                sys.setrecursionlimit(limit * FRAMES_PER_LEVEL)
-            _DEEP[0] += 1
+        _DEEP_LOCK.acquire()  # not ``with``: nothing here raises, and it runs often
+        if _DEEP[0] == 0:
+            _DEEP[1] = limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(limit * FRAMES_PER_LEVEL)
+        _DEEP[0] += 1
+        _DEEP_LOCK.release()
 
     def __exit__(self, *exc: object) -> None:
-        with _DEEP_LOCK:
+        _DEEP_LOCK.acquire()
+        try:  # lowering the limit raises when this runs deeper than the old one
             _DEEP[0] -= 1
             if _DEEP[0] == 0 and sys.getrecursionlimit() == _DEEP[1] * FRAMES_PER_LEVEL:
                 sys.setrecursionlimit(_DEEP[1])
+        finally:
+            _DEEP_LOCK.release()
 
 
 deep = _Deep()
 
 
-@contextlib.contextmanager
-def scope(forward: bool = False, over_forward: bool = False) -> Iterator[Pass]:
+class scope:
     """One differentiation's pass (nested ones get their own; ``over_forward``:
-    see ``Pass``)."""
-    stack = getattr(_LOCAL, "stack", None)
-    if stack is None:
-        stack = _LOCAL.stack = []
-    p = Pass(forward, over_forward)
-    stack.append(p)
-    try:
-        yield p
-    finally:
-        stack.pop()
-        if p.tangents:
+    see ``Pass``): ``with scope() as p``. A plain class, not a generator: every
+    ``gradient`` enters one."""
+
+    __slots__ = ("_pass",)
+
+    def __init__(self, forward: bool = False, over_forward: bool = False) -> None:
+        self._pass = Pass(forward, over_forward)
+
+    def __enter__(self) -> Pass:
+        stack = getattr(_LOCAL, "stack", None)
+        if stack is None:
+            stack = _LOCAL.stack = []
+        stack.append(self._pass)
+        return self._pass
+
+    def __exit__(self, *exc: object) -> None:
+        _LOCAL.stack.pop()
+        if self._pass.tangents:
             TANGENT_PASSES[0] -= 1
 
 

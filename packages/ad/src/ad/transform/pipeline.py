@@ -19,6 +19,7 @@ from ad.transform.activity import NONDIFF_BUILTINS, active_names, param_names, r
 from ad.transform.anf import normalize
 from ad.transform.desugar import desugar
 from ad.transform.fence import check_supported
+from ad.transform.fuse import module_attribute
 from ad.transform.holders import follow_holders
 from ad.transform.inlining import inline_helpers
 from ad.transform.protocols import explicit_protocols
@@ -98,6 +99,7 @@ def front(
             },
         )
     active = active_names(anf, seeds, plain)
+    callees |= _module_functions(f, anf)
     return Front(anf, active, plain, src.filename, callees, reads, guards)
 
 
@@ -127,6 +129,35 @@ def returning_self(fn: ast.FunctionDef, index: int = 0) -> ast.FunctionDef:
     new = copy.copy(fn)
     new.body = rewrite(fn.body)
     return new
+
+
+def _module_functions(f: types.FunctionType, anf: ast.FunctionDef) -> frozenset[str]:
+    """The temporaries ``t = module.name`` of ``anf`` whose ``module`` (a global or
+    captured name) holds, now, a plain Python function without rules there: a call
+    of ``t`` is a call of a Python function, as one of a global name is (see
+    ``reverse_calls.Calls.inactive_mask``, which only ever saves work: a name
+    that resolves to something else at run time is called as any callable is)."""
+    cells = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
+    found = set()
+    for node in ast.walk(anf):
+        if type(node) is not ast.Assign or len(node.targets) != 1:
+            continue
+        target, v = node.targets[0], node.value
+        if type(target) is not ast.Name or not target.id.startswith("_ad_t"):
+            continue
+        attr = module_attribute(v)
+        if attr is None:
+            continue
+        owner = v.args[0].id  # type: ignore[attr-defined]
+        try:
+            module = cells[owner].cell_contents if owner in cells else f.__globals__.get(owner)
+        except ValueError:  # an empty cell
+            continue
+        if type(module) is types.ModuleType:
+            value = getattr(module, attr, None)
+            if type(value) is types.FunctionType and value not in _RULE_TABLE:
+                found.add(target.id)
+    return frozenset(found)
 
 
 def _resolved_names(
