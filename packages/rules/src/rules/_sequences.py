@@ -164,8 +164,9 @@ def _list_getitem_pullback(n: int, i: Any, Ω: Any) -> Any:
     return getitem_pullback
 
 
-def entry_cotangent(n: int, k: int, v: Any) -> Any:
-    """The cotangent of a list of ``n`` entries whose entry ``k`` alone has cotangent ``v``.
+def entry_cotangent(n: int, k: int, v: Any, kind: type = list) -> Any:
+    """The cotangent of a list (or a tuple: ``kind``) of ``n`` entries whose entry
+    ``k`` alone has cotangent ``v``.
 
     An ``InplaceableThunk``: added to an accumulator (a ``Tangent[list]`` the
     adding code owns, see ``add_``), it writes entry ``k`` alone, so reading
@@ -178,14 +179,17 @@ def entry_cotangent(n: int, k: int, v: Any) -> Any:
     >>> acc = Tangent[list]._from_backing([1.0, 1.0, 1.0])
     >>> t.add_fn(acc)
     Tangent[list](1.0, 3.0, 1.0)
+    >>> unthunk(entry_cotangent(2, 0, 5.0, tuple))
+    Tangent[tuple](5.0, ZeroTangent())
     """
     if isinstance(v, AbstractZero):
         return v
+    T = Tangent[kind]  # type: ignore[valid-type]
 
     def add_entry(a: Any) -> Any:
         b = a._backing
-        if type(b) is not list or len(b) != n:  # not an accumulator of this list: add densely
-            return a + dense()
+        if type(b) is not list or len(b) != n or type(a) is not T:
+            return a + dense()  # not an accumulator of this sequence: add densely
         e = b[k]
         b[k] = v if isinstance(e, AbstractZero) else unthunk(e) + v
         return a
@@ -193,7 +197,7 @@ def entry_cotangent(n: int, k: int, v: Any) -> Any:
     def dense() -> Any:
         entries: list = [_ZERO] * n
         entries[k] = v
-        return Tangent[list](*entries)
+        return T(*entries)
 
     return InplaceableThunk(add_entry, Thunk(dense))
 

@@ -289,6 +289,8 @@ def _claim(v: Any, taken: set[int], fresh: bool) -> Any:
     """``v`` with every array in it recorded in ``taken``; with ``fresh``, an array
     whose memory is taken already is replaced by a copy first."""
     kind = type(v)
+    if kind is float:  # scalar code: nothing to record
+        return v
     if kind is _ndarray:
         key = _owner(v)
         if fresh and key in taken:

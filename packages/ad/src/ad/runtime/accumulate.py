@@ -86,6 +86,8 @@ def acc(a: Any, b: Any) -> Any:
         )
         a = a.unthunk()
         ta = type(a)
+        if type(b) is _InplaceableThunk and isinstance(a, Tangent) and ta._kind == "positional":
+            return _add_into_entries(a, b)  # the first two entries read of a sequence
         if (
             mine
             and ta is _ndarray

@@ -291,12 +291,12 @@ def _scalar_array_pullback(op: Any, a: Any, b: Any, side: int, y: Any) -> Any:
 def _scaled(ȳ: Any, v: Any, c: Any) -> Any:
     """``ȳ * c``; for a ``uniform`` ȳ of value ``v``, the uniform ``v * c`` (the same
     value in every entry, one multiply)."""
-    return ȳ * c if v is None else uniform(v * c, ȳ.shape)
+    return ȳ * c if v is None else uniform(v * c, ȳ.shape, ȳ.dtype)
 
 
 def _negated(ȳ: Any, v: Any) -> Any:
     """``-ȳ``, kept uniform as ``_scaled``."""
-    return -ȳ if v is None else uniform(-v, ȳ.shape)
+    return -ȳ if v is None else uniform(-v, ȳ.shape, ȳ.dtype)
 
 
 def fasti_pow(a: Any, n: Any) -> Any:

@@ -3,14 +3,14 @@ reverse mode).
 
 ``t = xs[i]``, ``t = d[k]`` and ``t = o.w`` are the commonest operations of scalar
 code and of parameters kept in a dict, a dataclass or a model object. Generated
-code calls ``read_item(obj, key)`` and ``read_attr(obj, name)``: for a plain list
-read at an int, a float entry, for a plain dict, and for a field in a user
-object's ``__dict__`` that no descriptor or ``__getattribute__`` stands in front
-of, none of them followed by identity (``ad.runtime.state``), they return the value and
-a tuple for the tape, ``(n, k)``, ``(None, key, value)`` or ``(cls, name)``; the
-adjoint turns that tuple and the value's cotangent into the container's or the
-object's cotangent (``item_cotangent``), exactly what the getitem and getattr
-pullbacks return, without a closure or a rule dispatch. Anything else goes
+code calls ``read_item(obj, key)`` and ``read_attr(obj, name)``: for a float or
+array entry of a plain list or tuple read at an int or of a plain dict, and for a
+field in a user object's ``__dict__`` that no descriptor or ``__getattribute__``
+stands in front of, none of them followed by identity (``ad.runtime.state``), they
+return the value and a tuple for the tape, ``(n, k, list or tuple, value)``,
+``(None, key, value)`` or ``(cls, name)``; the adjoint turns that tuple and the
+value's cotangent into the container's or the object's cotangent
+(``item_cotangent``), exactly what the getitem and getattr pullbacks return, without a closure or a rule dispatch. Anything else goes
 through ``rcall``, whose pullback the adjoint calls as for any call.
 
 >>> import ad
@@ -44,7 +44,6 @@ __all__ = ["item_cotangent", "read_attr", "read_item"]
 
 _getitem = operator.getitem
 _DICT_TANGENT = Tangent[dict]  # type: ignore[type-arg]
-_TO_REAL = ProjectTo(0.0)
 _Z = ZeroTangent()
 _ndarray = np.ndarray
 
@@ -52,12 +51,13 @@ _ndarray = np.ndarray
 def read_item(obj: Any, key: Any) -> tuple[Any, Any]:
     """``obj[key]`` and its tape entry: a tuple (see the module), or a pullback."""
     t = type(obj)
-    if t is list:
+    if t is list or t is tuple:
         if type(key) is int and tracked(obj) is None:
             v = obj[key]
-            if type(v) is float:
+            tv = type(v)
+            if tv is float or tv is _ndarray:
                 n = len(obj)
-                return v, (n, key + n if key < 0 else key)
+                return v, (n, key + n if key < 0 else key, t, v)
     elif t is dict and tracked(obj) is None:
         v = obj[key]
         tv = type(v)
@@ -90,16 +90,21 @@ def item_cotangent(tape: tuple, ȳ: Any) -> Any:
         if isinstance(ȳ, AbstractZero):
             return _Z
     head = tape[0]
-    if type(head) is int:  # a list's float entry
-        return entry_cotangent(head, tape[1], ȳ if type(ȳ) is float else _TO_REAL(ȳ))
+    if type(head) is int:  # a list's or tuple's entry
+        return entry_cotangent(head, tape[1], _fit(ȳ, tape[3]), tape[2])
     if head is not None:  # an object's field
         return Tangent[head]._from_backing({tape[1]: ȳ})  # type: ignore[misc]
-    v = tape[2]
+    return _DICT_TANGENT._from_backing({tape[1]: _fit(ȳ, tape[2])})
+
+
+def _fit(ȳ: Any, v: Any) -> Any:
+    """The cotangent ``ȳ`` of the float or array ``v``, projected onto ``v``'s
+    type, shape and dtype where it is not of them already."""
     if type(ȳ) is not type(v) or (
         type(v) is _ndarray and (ȳ.shape != v.shape or ȳ.dtype != v.dtype)
     ):
-        ȳ = ProjectTo(v)(ȳ)
-    return _DICT_TANGENT._from_backing({tape[1]: ȳ})
+        return ProjectTo(v)(ȳ)
+    return ȳ
 
 
 #: the names generated code calls them by (``transform.reverse``)

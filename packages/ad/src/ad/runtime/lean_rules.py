@@ -1,11 +1,12 @@
-"""Lean rules for the commonest numpy calls on float64 arrays, and ``uniform`` arrays.
+"""Lean rules for the commonest numpy calls on float arrays, and ``uniform`` arrays.
 
 ``rcall`` caches, per (function, argument types), the callable that computes
 ``(y, pullback)``. When the rule that dispatch resolves is still the ``rules``
-package's own, ``lean_rule`` may hand it a leaner callable for float64 arrays:
-the same arithmetic (the rule's own derivative functions), without the rule's
-option handling, thunks of zeros and projections that are identities here. Any
-other dtype, shape or cotangent goes through the rule itself. The cache is
+package's own, ``lean_rule`` may hand it a leaner callable for float64 and
+float32 arrays: the same arithmetic (the rule's own derivative functions), without
+the rule's option handling, thunks of zeros and projections that are identities
+here (a cotangent of the primal's shape and dtype). Any other dtype, shape or
+cotangent goes through the rule itself. The cache is
 cleared by every registration, so a rule registered later is honoured.
 
 Served: unary ufuncs (``np.exp``, ``np.tanh``...), whole-array ``np.sum`` and
@@ -53,6 +54,7 @@ _multiply = np.multiply
 _subtract = np.subtract
 
 _f64 = np.dtype(np.float64)
+_f32 = np.dtype(np.float32)
 _NOTANGENT = _NO
 
 # The lean paths' pullbacks are small tuples with a ``__call__``, holding what the
@@ -63,15 +65,16 @@ _NOTANGENT = _NO
 
 
 def _times_fresh(ȳ: Any, p: Any) -> Any:
-    """``rules.extension.times_reusing`` for a float64 ``ȳ`` of the output's shape: the product is
-    written into ``p`` when ``p`` is a fresh array nobody else holds (its reference
-    count is then 2: this parameter and getrefcount's argument)."""
+    """``rules.extension.times_reusing`` for a float ``ȳ`` of the output's shape and dtype:
+    the product is written into ``p`` when ``p`` is a fresh array of them nobody
+    else holds (its reference count is then 2: this parameter and getrefcount's
+    argument)."""
     if (
         type(p) is _ndarray
         and _sys_getrefcount(p) <= 2
         and p.base is None
         and p.shape == ȳ.shape
-        and p.dtype is _f64
+        and p.dtype is ȳ.dtype
         and p.flags.writeable
     ):
         return _multiply(ȳ, p, out=p)
@@ -79,7 +82,7 @@ def _times_fresh(ȳ: Any, p: Any) -> Any:
 
 
 class _UnaryPullback(tuple):
-    """``(deriv, impl, x, shape)``: the pullback of a unary ufunc on a float64 array,
+    """``(deriv, impl, x, shape)``: the pullback of a unary ufunc on a float array,
     ``ȳ · f'(x)`` with the rule's derivative ``deriv``; any other cotangent goes
     through the rule ``impl``. The output is not kept: outside ``OUTPUT_ONLY`` the
     derivatives read ``x`` alone (``deriv(x, None)``)."""
@@ -90,7 +93,7 @@ class _UnaryPullback(tuple):
         deriv, impl, x, shape = self
         if type(ȳ) is not _ndarray:
             ȳ = unthunk(ȳ)  # as the rule does first
-        if type(ȳ) is _ndarray and ȳ.dtype is _f64 and ȳ.shape == shape:
+        if type(ȳ) is _ndarray and ȳ.dtype is x.dtype and ȳ.shape == shape:
             return _NOTANGENT, _times_fresh(ȳ, deriv(x, None))
         return impl(x)[1](ȳ)
 
@@ -98,8 +101,8 @@ class _UnaryPullback(tuple):
 class _OutputOnlyPullback(tuple):
     """``(deriv, Ω, f)``: as ``_UnaryPullback`` for a ufunc ``f`` whose derivative
     reads only its output (``exp``, ``tanh``, ...), so ``x`` is not kept; other
-    cotangents take the rule's own code (``x``'s stand-in is ``Ω``'s: same shape,
-    float64 both).
+    cotangents take the rule's own code (``x``'s stand-in is ``Ω``'s: same shape
+    and dtype).
 
     Called once (``ONCE.expect is self``) while nothing but this tuple holds ``Ω``,
     ``exp`` and ``tanh`` compute the cotangent in ``Ω``'s buffer, which is dead
@@ -112,7 +115,7 @@ class _OutputOnlyPullback(tuple):
         deriv, Ω, f = self
         if type(ȳ) is not _ndarray:
             ȳ = unthunk(ȳ)  # as the rule does first
-        if type(ȳ) is _ndarray and ȳ.dtype is _f64 and ȳ.shape == Ω.shape:
+        if type(ȳ) is _ndarray and ȳ.dtype is Ω.dtype and ȳ.shape == Ω.shape:
             if _ONCE.expect is self:
                 _ONCE.expect = None
                 # refs of Ω: this tuple, the local name, getrefcount's argument
@@ -147,10 +150,11 @@ def _lean_unary(f: Any, impl: Callable) -> Callable | None:
     output_only = f in _ew.OUTPUT_ONLY
 
     def lean_unary(x: Any) -> Any:
-        if x.dtype is not _f64:
+        dtype = x.dtype
+        if dtype is not _f64 and dtype is not _f32:
             return impl(x)
         Ω = f(x)
-        if type(Ω) is not _ndarray or Ω.dtype is not _f64:
+        if type(Ω) is not _ndarray or Ω.dtype is not dtype:
             return impl(x)
         if output_only:
             return Ω, _OutputOnlyPullback((deriv, Ω, f))
@@ -159,25 +163,26 @@ def _lean_unary(f: Any, impl: Callable) -> Callable | None:
     return lean_unary
 
 
-class _Float64Shape:
-    """A float64 array's shape and dtype, standing in for it where nothing else is read."""
+class _ShapeAndDtype:
+    """An array's shape and dtype, standing in for it where nothing else is read."""
 
-    __slots__ = ("shape",)
-    dtype = _f64
+    __slots__ = ("dtype", "shape")
 
-    def __init__(self, shape: tuple) -> None:
+    def __init__(self, shape: tuple, dtype: np.dtype) -> None:
         self.shape = shape
+        self.dtype = dtype
 
 
-def uniform(value: float, shape: tuple) -> np.ndarray:
-    """A read-only float64 array of ``shape`` whose entries are all ``value``, in
-    eight bytes: a zero-strided view of one number (``np.broadcast_to``'s result,
+def uniform(value: float, shape: tuple, dtype: np.dtype = _f64) -> np.ndarray:
+    """A read-only array of ``shape`` and ``dtype`` (float64 unless given) whose
+    entries are all ``value``, in one number's bytes: a zero-strided view of it
+    (``np.broadcast_to``'s result,
     built directly). The pullback of a whole-array sum returns one, as ChainRules
     returns a ``Fill``: every consumer reads it like any array, none may write into
     it (the in-place paths test ``base is None`` or ``flags.writeable``), and
     ``to_user`` hands the user a copy."""
     # a numpy scalar's buffer is read-only, and so is every view of it
-    return _ndarray(shape, _f64, _f64_scalar(value), 0, (0,) * len(shape))
+    return _ndarray(shape, dtype, dtype.type(value), 0, (0,) * len(shape))
 
 
 def is_uniform(a: Any) -> bool:
@@ -185,41 +190,42 @@ def is_uniform(a: Any) -> bool:
     return type(a) is _ndarray and not a.flags.writeable and a.size > 1 and not any(a.strides)
 
 
-_f64_scalar = np.float64
 #: Below this many entries a filled array is as cheap to make as a ``uniform`` one
 #: and can be updated in place downstream.
 UNIFORM_MIN_SIZE = 256
 
 
 def _lean_reduction(f: Any, impl: Callable, mean: bool) -> Callable:
-    # np.sum / np.mean of a whole float64 array: what the rule computes
-    # (np.add.reduce, then / n for the mean, as numpy's _mean), and its pullback,
-    # the rule's np.full(shape, ȳ * scale) for a float ȳ, as a ``uniform`` array.
+    # np.sum / np.mean of a whole float64 or float32 array: what the rule computes
+    # (np.add.reduce, then / n for the mean, as numpy's _mean, in the array's
+    # dtype), and its pullback, the rule's np.full(shape, ȳ * scale, dtype) for a
+    # float ȳ (Python's or numpy's of those two), as a ``uniform`` array.
     reduce, empty = np.add.reduce, np.empty
-    f64_scalar = np.float64
+    f64_scalar, f32_scalar = np.float64, np.float32
     name = f.__name__
 
     def lean_reduction(x: Any) -> Any:
         n = x.size
-        if x.dtype is not _f64 or (mean and not n):
+        dtype = x.dtype
+        if (dtype is not _f64 and dtype is not _f32) or (mean and not n):
             return impl(x)
         y = reduce(x, None)
         scale = 1.0
         if mean:
-            y = f64_scalar(y / n)
+            y = dtype.type(y / n)
             scale = 1.0 / n
         shape = x.shape
 
         def lean_reduction_pullback(ȳ: Any) -> tuple:
             tȳ = type(ȳ)
-            if tȳ is _float or tȳ is f64_scalar:
+            if tȳ is _float or tȳ is f64_scalar or tȳ is f32_scalar:
                 if n >= UNIFORM_MIN_SIZE:
-                    return _NOTANGENT, uniform(ȳ * scale, shape)
-                out = empty(shape, _f64)
+                    return _NOTANGENT, uniform(ȳ * scale, shape, dtype)
+                out = empty(shape, dtype)
                 out.fill(ȳ * scale)
                 return _NOTANGENT, out
             # the rule's own pullback; it reads only x's shape and dtype (x may be large)
-            return _ew.whole_array_pullback(_Float64Shape(shape), scale, name)(ȳ)
+            return _ew.whole_array_pullback(_ShapeAndDtype(shape, dtype), scale, name)(ȳ)
 
         return y, lean_reduction_pullback
 
@@ -246,13 +252,18 @@ EAGER_MATMUL_ENTRIES = 2048
 
 
 def _lean_matmul(f: Any, impl: Callable) -> Callable:
-    # a @ b for two float64 matrices or a matrix and a vector: the rule's value
+    # a @ b for two float64 (or float32) matrices or a matrix and a vector: the rule's value
     # (rules' ``product``: np.dot where it has the bits of @) and its pullback (the
     # rule's fast cotangents, thunks included).
 
     def lean_matmul(a: Any, b: Any) -> Any:
-        # matmul_fast_case for float64: a matrix or vector on each side
-        if a.dtype is not _f64 or b.dtype is not _f64 or not (0 < a.ndim < 3 and 0 < b.ndim < 3):
+        # matmul_fast_case for one float dtype: a matrix or vector on each side
+        dtype = a.dtype
+        if (
+            (dtype is not _f64 and dtype is not _f32)
+            or b.dtype is not dtype
+            or not (0 < a.ndim < 3 and 0 < b.ndim < 3)
+        ):
             return impl(a, b)
         return _product(a, b), _MatmulPullback((a, b))
 
@@ -277,7 +288,7 @@ _slice = slice
 
 
 class _GetitemPullback(tuple):
-    """``(impl, x, key, y_shape)``: the pullback of ``x[key]`` for a float64 array and
+    """``(impl, x, key, y_shape)``: the pullback of ``x[key]`` for a float array and
     a basic key: an ``InplaceableThunk`` that adds ``ȳ`` into ``x[key]`` of an
     accumulator, or scatters it into zeros."""
 
@@ -285,7 +296,8 @@ class _GetitemPullback(tuple):
 
     def __call__(self, ȳ: Any) -> tuple:
         impl, x, key, y_shape = self
-        if type(ȳ) is not _ndarray or ȳ.dtype is not _f64 or ȳ.shape != y_shape:
+        dtype = x.dtype
+        if type(ȳ) is not _ndarray or ȳ.dtype is not dtype or ȳ.shape != y_shape:
             return impl(x, key)[1](ȳ)
         shape = x.shape
 
@@ -294,7 +306,7 @@ class _GetitemPullback(tuple):
             return acc
 
         def dense() -> Any:
-            dx = _zeros(shape, _f64)
+            dx = _zeros(shape, dtype)
             dx[key] = ȳ
             return dx
 
@@ -305,13 +317,14 @@ _zeros = np.zeros
 
 
 def _lean_getitem(impl: Callable) -> Callable:
-    # x[key] of a float64 array with a basic key (ints and slices): the rule's view
-    # and its pullback, without the rule's unthunk, key analysis, dtype promotion
-    # and projection (identities for a float64 ȳ of the view's shape). Anything
-    # else goes through the rule itself.
+    # x[key] of a float64 or float32 array with a basic key (ints and slices): the
+    # rule's view and its pullback, without the rule's unthunk, key analysis, dtype
+    # promotion and projection (identities for a ȳ of the view's shape and
+    # dtype). Anything else goes through the rule itself.
 
     def lean_getitem(x: Any, key: Any) -> Any:
-        if x.dtype is not _f64 or not _basic_key(key):
+        dtype = x.dtype
+        if (dtype is not _f64 and dtype is not _f32) or not _basic_key(key):
             return impl(x, key)
         y = x[key]
         if type(y) is not _ndarray:  # a scalar entry

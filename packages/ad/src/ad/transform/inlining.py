@@ -42,6 +42,7 @@ in-place updates would see as another holder.
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import types
 import weakref
@@ -152,21 +153,47 @@ def has_rules(fn: Any) -> bool:
 
 
 def guards_hold(guards: tuple, globals_: dict) -> bool:
-    """Whether every helper name in ``guards`` still resolves to its function."""
+    """Whether every name in ``guards`` still resolves to its object (see ``_guarded``)."""
     get = globals_.get
     for name, fn in guards:
-        if get(name) is not fn:
+        if type(name) is str:
+            if get(name) is not fn:
+                return False
+        elif _guarded(name, globals_) is not fn:
             return False
     return True
+
+
+def _guarded(key: Any, globals_: dict) -> Any:
+    """What a guard's key names now: a global of the caller (``"name"``), an
+    attribute of a module the caller names (``("module", "attr")``: a helper
+    called as ``module.helper``), or a global of another module (``(helper,
+    "name")``: one that ``helper``, of that module, reads); None where nothing is."""
+    if type(key) is str:
+        return globals_.get(key)
+    owner, name = key
+    if type(owner) is types.FunctionType:
+        return owner.__globals__.get(name)
+    return getattr(globals_.get(owner), name, None)
+
+
+def _shown(key: Any) -> str:
+    """A guard's key as the user spells the name."""
+    if type(key) is str:
+        return key
+    owner, name = key
+    return name if type(owner) is types.FunctionType else f"{owner}.{name}"
 
 
 def check_guards_after(guards: tuple, f: types.FunctionType) -> None:
     """After a run of ``f``'s transform with helpers inlined: refuse the result if
     one of their names was rebound meanwhile (the run used the old function)."""
     g = f.__globals__
-    for name, fn in guards:
-        if g.get(name) is not fn:
+    for key, fn in guards:
+        if _guarded(key, g) is not fn:
             from ad.errors import MutationError
+
+            name = _shown(key)
 
             raise MutationError(
                 f"{f.__qualname__} ({f.__code__.co_filename}:{f.__code__.co_firstlineno}): "
@@ -178,13 +205,18 @@ def check_guards_after(guards: tuple, f: types.FunctionType) -> None:
 
 
 def inline_helpers(
-    anf: ast.FunctionDef, f: types.FunctionType, callees: frozenset[str]
+    anf: ast.FunctionDef,
+    f: types.FunctionType,
+    callees: frozenset[str],
+    attributes: dict[str, tuple[str, str]] | None = None,
 ) -> tuple[ast.FunctionDef, tuple]:
     """``anf`` (the ANF of ``f``) with its calls of ``callees`` inlined where they
-    qualify (see the module), and the guards ``((name, function), ...)``."""
-    if not callees or not ENABLED[0]:
+    qualify (see the module), and the guards ``((name, function), ...)``.
+    ``attributes``: the temporaries bound to ``module.function`` (a global
+    ``module``), by name: ``(module, function)``; their calls qualify too."""
+    if not (callees or attributes) or not ENABLED[0]:
         return anf, ()
-    inliner = _Inliner(f, anf)
+    inliner = _Inliner(f, anf, attributes or {})
     body = inliner.block(anf.body, (f.__code__,))
     if not inliner.guards:
         return anf, ()
@@ -194,8 +226,11 @@ def inline_helpers(
 
 
 class _Inliner:
-    def __init__(self, f: types.FunctionType, anf: ast.FunctionDef) -> None:
+    def __init__(
+        self, f: types.FunctionType, anf: ast.FunctionDef, attributes: dict[str, tuple[str, str]]
+    ) -> None:
         self.globals = f.__globals__
+        self.attributes = attributes
         self.filename = f.__code__.co_filename
         read, stored = read_and_stored(anf)
         #: names the caller binds or captures: a helper's global of the same name
@@ -233,12 +268,16 @@ class _Inliner:
         ):
             return None
         name = value.func.id
-        if name in self.taken or name.startswith("_ad_"):
+        key: Any = self.attributes.get(name)
+        if key is not None:  # ``module.helper(...)``
+            fn = _guarded(key, self.globals)
+        elif name in self.taken or name.startswith("_ad_"):
             return None
-        fn = self.globals.get(name)
+        else:
+            key, fn = name, self.globals.get(name)
         if type(fn) is not types.FunctionType or len(stack) > MAX_DEPTH:
             return None
-        if fn.__code__ in stack or fn.__globals__ is not self.globals or fn.__closure__:
+        if fn.__code__ in stack or fn.__closure__:
             return None
         if has_rules(fn):
             return None  # a rule wins, in either mode
@@ -253,6 +292,9 @@ class _Inliner:
         free = read - stored - params
         if free & self.taken:
             return None  # the helper's global is a local of the caller
+        shared = self._shared_globals(fn, free)
+        if shared is None:
+            return None
         self.k += 1
         suffix = f"_ad{self.k}"
         renames = {n: _fresh(n, suffix, self.names) for n in stored - set(bound)}
@@ -293,7 +335,8 @@ class _Inliner:
             body.append(_located(ast.Assign([ast.Name(target, ast.Store())], result), line))
         # Nested helpers: the inlined body is the caller's code now.
         self.budget -= _size(helper)
-        self.guards[name] = fn
+        self.guards[key] = fn
+        self.guards.update(shared)
         body = self.block(body, (*stack, fn.__code__))
         # As the helper's frame would end: its locals let go of what they hold.
         stored_now = read_and_stored(ast.Module(body, []))[1]
@@ -308,6 +351,32 @@ class _Inliner:
             _located(ast.Assign([ast.Name(n, ast.Store())], ast.Constant(None)), line) for n in dead
         )
         return body
+
+    def _shared_globals(self, fn: types.FunctionType, free: set[str]) -> dict | None:
+        """For a helper of another module: the guards under which its body reads,
+        in the caller, what it reads in its own module; None when it cannot. Each
+        global it reads must be a module or a builtin that the caller's globals
+        resolve to as well (``np``, ``math``, ``abs``), by the same name: an
+        inlined body reads the caller's globals. A helper of the caller's own
+        module needs none."""
+        theirs = fn.__globals__
+        if theirs is self.globals:
+            return {}
+        guards: dict[Any, Any] = {}
+        for n in free:
+            if n.startswith("_ad_"):
+                continue  # the runtime's helpers, bound by the transform
+            value = theirs.get(n, _UNKNOWN)
+            if value is _UNKNOWN:
+                value = getattr(builtins, n, _UNKNOWN)
+                if value is _UNKNOWN or self.globals.get(n, value) is not value:
+                    return None
+                guards[n] = guards[(fn, n)] = None  # a builtin, shadowed by neither
+            elif type(value) is types.ModuleType and self.globals.get(n) is value:
+                guards[n] = guards[(fn, n)] = value
+            else:
+                return None
+        return guards
 
 
 def helper_anf(fn: types.FunctionType) -> ast.FunctionDef | None:

@@ -80,11 +80,13 @@ def front(
         seeds -= {name for i, name in enumerate(positional) if inactive >> i & 1}
     seeds |= written_roots  # a.b[i] = v: what a holds may carry a derivative from here
     plain, callees, reads = _resolved_names(f, anf)
+    attributes = _module_functions(f, anf)
     guards: tuple = ()
-    if inline and callees:
-        anf, guards = inline_helpers(anf, f, callees)
+    if inline and (callees or attributes):
+        anf, guards = inline_helpers(anf, f, callees, attributes)
         if guards:
             plain, callees, reads = _resolved_names(f, anf)
+            attributes = _module_functions(f, anf)
     followed, seeds = follow_holders(anf, seeds, plain, f, src.filename)
     if followed is not anf:
         anf, reads = (
@@ -99,7 +101,7 @@ def front(
             },
         )
     active = active_names(anf, seeds, plain)
-    callees |= _module_functions(f, anf)
+    callees |= attributes.keys()
     return Front(anf, active, plain, src.filename, callees, reads, guards)
 
 
@@ -131,14 +133,15 @@ def returning_self(fn: ast.FunctionDef, index: int = 0) -> ast.FunctionDef:
     return new
 
 
-def _module_functions(f: types.FunctionType, anf: ast.FunctionDef) -> frozenset[str]:
-    """The temporaries ``t = module.name`` of ``anf`` whose ``module`` (a global or
-    captured name) holds, now, a plain Python function without rules there: a call
-    of ``t`` is a call of a Python function, as one of a global name is (see
-    ``reverse_calls.Calls.inactive_mask``, which only ever saves work: a name
-    that resolves to something else at run time is called as any callable is)."""
-    cells = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
-    found = set()
+def _module_functions(f: types.FunctionType, anf: ast.FunctionDef) -> dict[str, tuple[str, str]]:
+    """The temporaries ``t = module.name`` of ``anf`` whose ``module`` (a global
+    name) holds, now, a plain Python function without rules there, as
+    ``{t: (module, name)}``: a call of ``t`` is a call of a Python function, as
+    one of a global name is. It may be inlined (``inlining``, under a guard), and
+    ``reverse_calls.Calls.inactive_mask`` applies (which only ever saves work: a
+    name that resolves to something else at run time is called as any callable is)."""
+    found = {}
+    taken = set(param_names(anf)) | read_and_stored(anf)[1] | set(f.__code__.co_freevars)
     for node in ast.walk(anf):
         if type(node) is not ast.Assign or len(node.targets) != 1:
             continue
@@ -149,15 +152,12 @@ def _module_functions(f: types.FunctionType, anf: ast.FunctionDef) -> frozenset[
         if attr is None:
             continue
         owner = v.args[0].id  # type: ignore[attr-defined]
-        try:
-            module = cells[owner].cell_contents if owner in cells else f.__globals__.get(owner)
-        except ValueError:  # an empty cell
-            continue
+        module = None if owner in taken else f.__globals__.get(owner)
         if type(module) is types.ModuleType:
             value = getattr(module, attr, None)
             if type(value) is types.FunctionType and value not in _RULE_TABLE:
-                found.add(target.id)
-    return frozenset(found)
+                found[target.id] = (owner, attr)
+    return found
 
 
 def _resolved_names(
