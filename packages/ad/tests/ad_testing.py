@@ -29,6 +29,24 @@ def same_bits(a: Any, b: Any) -> None:
         assert a == b or (a != a and b != b)
 
 
+@contextlib.contextmanager
+def helpers_as_calls() -> Iterator[None]:
+    """Transforms built afresh with helpers left as calls and ``*`` arguments kept
+    (``ad.transform.inlining.ENABLED`` off), as before the block afterwards."""
+    from ad.transform import inlining
+    from ad.transform.cache import _CACHE, _FWD_CACHE
+
+    inlining.ENABLED[0] = False
+    _CACHE.clear()
+    _FWD_CACHE.clear()
+    try:
+        yield
+    finally:
+        inlining.ENABLED[0] = True
+        _CACHE.clear()
+        _FWD_CACHE.clear()
+
+
 def D_f(f: Any, x: Any, v: Any = 1.0) -> Any:
     """Forward mode, as a user writes it: ``f'(x) v``."""
     return ad.jvp(f, (x,), (v,))[1]

@@ -73,15 +73,7 @@ def check_grad(numgrad):
 def no_inlining():
     """Helpers stay calls (``ad.transform.inlining``): for tests of the call
     machinery itself. Transforms built meanwhile are dropped afterwards."""
-    from ad.transform import inlining
-    from ad.transform.cache import _CACHE, _FWD_CACHE
+    from ad_testing import helpers_as_calls
 
-    inlining.ENABLED[0] = False
-    _CACHE.clear()
-    _FWD_CACHE.clear()
-    try:
+    with helpers_as_calls():
         yield
-    finally:
-        inlining.ENABLED[0] = True
-        _CACHE.clear()
-        _FWD_CACHE.clear()

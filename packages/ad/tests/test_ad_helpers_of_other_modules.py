@@ -20,12 +20,11 @@ import types
 import elsewhere_helpers as eh
 import numpy as np
 import pytest
-from ad_testing import fd_hessian
+from ad_testing import fd_hessian, helpers_as_calls
 from elsewhere_helpers import smooth
 
 import ad
-from ad.transform import inlining
-from ad.transform.cache import _CACHE, _FWD_CACHE, transformed
+from ad.transform.cache import transformed
 
 
 def _data():
@@ -48,15 +47,8 @@ def scalar_by_name(x, z):
 
 def _calls(fn, *args):
     """``fn(*args)`` with the helpers left as calls (fresh transforms)."""
-    inlining.ENABLED[0] = False
-    _CACHE.clear()
-    _FWD_CACHE.clear()
-    try:
+    with helpers_as_calls():
         return fn(*args)
-    finally:
-        inlining.ENABLED[0] = True
-        _CACHE.clear()
-        _FWD_CACHE.clear()
 
 
 def _fd(f, args, i, h=1e-6):

@@ -15,11 +15,10 @@ import math
 
 import numpy as np
 import pytest
-from ad_testing import fd_hessian
+from ad_testing import fd_hessian, helpers_as_calls
 
 import ad
 from ad.transform import inlining
-from ad.transform.cache import _CACHE, _FWD_CACHE
 from rulescore import NoTangent, rrule
 
 SCALE = 3.0
@@ -117,15 +116,8 @@ def _fd(f, args, i, h=1e-6):
 
 def _calls(fn, *args):
     """``fn(*args)`` with the helpers left as calls (fresh transforms)."""
-    inlining.ENABLED[0] = False
-    _CACHE.clear()
-    _FWD_CACHE.clear()
-    try:
+    with helpers_as_calls():
         return fn(*args)
-    finally:
-        inlining.ENABLED[0] = True
-        _CACHE.clear()
-        _FWD_CACHE.clear()
 
 
 @pytest.mark.parametrize("f,args", SCALAR, ids=[f.__name__ for f, _ in SCALAR])

@@ -129,9 +129,11 @@ def _partial_call(
     nb = len(p.args)
     keywords = {**p.keywords, **kwargs}
     mask = (1 << nb) - 1 | (_keyword_mask(fn, keywords) if keywords else 0)
-    y, pb = call_function(
-        fn, (*p.args, *args), keywords or None, False, inactive=mask, novalue=novalue
-    )
+    full = (*p.args, *args)
+    spread = _as_positional(fn, full, keywords) if keywords else None
+    if spread is not None:  # partial(loss, X=X, y=y): called as loss(w, X, y)
+        full, keywords = spread, {}
+    y, pb = call_function(fn, full, keywords or None, False, inactive=mask, novalue=novalue)
     n = len(args)
 
     def top_partial_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008
@@ -153,7 +155,11 @@ def _keyword_call(
     are differentiated and their cotangents dropped."""
     if type(f) is _FunctionType and f not in _RRULES:
         mask = _keyword_mask(f, kwargs)
-        y, pb = call_function(f, args, kwargs, False, inactive=mask, novalue=novalue)
+        spread = _as_positional(f, args, kwargs)
+        if spread is None:
+            y, pb = call_function(f, args, kwargs, False, inactive=mask, novalue=novalue)
+        else:  # the parameters that follow the arguments, by name: positional
+            y, pb = call_function(f, spread, None, False, inactive=mask, novalue=novalue)
     else:
         y, pb = rcall_kw(f, args, kwargs)
     n = 1 + len(args)
@@ -164,6 +170,22 @@ def _keyword_call(
         return pb(ȳ)[:n]
 
     return y, keyword_pullback
+
+
+def _as_positional(f: types.FunctionType, args: tuple, kwargs: dict) -> tuple | None:
+    """``args`` followed by the values of ``kwargs`` when these name exactly the
+    positional parameters of ``f`` that follow ``args`` (``loss(w, X=X, y=y)`` of
+    ``def loss(w, X, y)``), so that ``f`` is called as with positional arguments
+    alone, its simplest and quickest path; else None."""
+    code = f.__code__
+    names = code.co_varnames[: code.co_argcount]
+    n, k = len(args), len(kwargs)
+    if n < code.co_posonlyargcount or n + k > len(names):
+        return None
+    for name in names[n : n + k]:
+        if name not in kwargs:
+            return None
+    return (*args, *(kwargs[name] for name in names[n : n + k]))
 
 
 def _keyword_mask(f: types.FunctionType, kwargs: dict) -> int:
@@ -214,17 +236,17 @@ def to_user(ct: Any) -> Any:
         kind = type(ct)._kind
         if kind == "positional":
             P = type(ct).primal_type
-            vals = [to_user(v) for v in b]
+            vals = [v if v.__class__ is float else to_user(v) for v in b]
             return vals if P is list else tuple(vals)
         if kind == "mapping":
-            return {k: to_user(v) for k, v in b.items()}
+            return {k: v if v.__class__ is float else to_user(v) for k, v in b.items()}
         order = type(ct)._allowed or ()
         keys = [k for k in order if k in b] + [k for k in b if k not in order]
         return type(ct)._from_backing({k: _field_to_user(b[k]) for k in keys})
     if type(ct) is list:
-        return [to_user(v) for v in ct]
+        return [v if v.__class__ is float else to_user(v) for v in ct]
     if type(ct) is tuple:
-        return tuple(to_user(v) for v in ct)
+        return tuple([v if v.__class__ is float else to_user(v) for v in ct])
     if type(ct) is dict:
         return {k: to_user(v) for k, v in ct.items()}
     return ct
@@ -275,7 +297,12 @@ def _keys_in_order(g: Any, x: Any) -> Any:
     entries in the order it reaches them: the reads' reverse), nested dicts too."""
     if type(g) is not dict or not isinstance(x, dict):
         return g
-    return {k: _keys_in_order(g[k], x[k]) for k in x if k in g}
+    out = {}
+    for k in x:
+        if k in g:
+            e = g[k]
+            out[k] = e if e.__class__ is float else _keys_in_order(e, x[k])
+    return out
 
 
 def _owner(a: Any) -> int:
@@ -298,10 +325,20 @@ def _claim(v: Any, taken: set[int], fresh: bool) -> Any:
             key = id(v)
         taken.add(key)
         return v
-    if kind is tuple or kind is list:
-        return kind(_claim(e, taken, fresh) for e in v)
-    if kind is dict:
-        return {k: _claim(e, taken, fresh) for k, e in v.items()}
+    if kind is tuple or kind is list or kind is dict:
+        entries = v.values() if kind is dict else v
+        for e in entries:
+            if e.__class__ is not float:
+                break
+        else:
+            return v  # floats: nothing to record or copy
+        if not fresh:  # an argument: record what it holds
+            for e in entries:
+                _claim(e, taken, False)
+            return v
+        if kind is dict:
+            return {k: _claim(e, taken, True) for k, e in v.items()}
+        return kind([_claim(e, taken, True) for e in v])
     if isinstance(v, Tangent) and fresh:
         b = v._backing
         if type(b) is dict:

@@ -75,8 +75,11 @@ def acc(a: Any, b: Any) -> Any:
             b = b.unthunk()
         if type(b) is ta:
             return _add_mappings(a, b)
-    if type(b) is _InplaceableThunk and isinstance(a, Tangent) and ta._kind == "positional":
-        return _add_into_entries(a, b)  # a list's, read entry by entry
+    if isinstance(a, Tangent) and ta._kind == "positional":
+        if type(b) is _InplaceableThunk:
+            return _add_into_entries(a, b)  # a list's, read entry by entry
+        if type(b) is ta and type(b._backing) is list:
+            return _add_entries(a, b)  # a short tuple's or list's, read entry by entry
     if isinstance(a, AbstractThunk):
         # A thunk only the caller's variable holds (as for an array above) caches
         # its value and dies with that variable: when the value is held by the
@@ -135,6 +138,24 @@ def _add_mappings(a: Any, b: Any) -> Any:
     for k, v in b._backing.items():
         out[k] = acc(out[k], v) if k in out else v
     return a if mine else type(a)._from_backing(out)
+
+
+def _add_entries(a: Any, b: Any) -> Any:
+    """Two sequence tangents of one type added entry by entry, ``b`` list-backed
+    (``item_reads.item_cotangent``'s for a short sequence, mostly zeros): into
+    ``a``'s entries when the caller's variable alone holds ``a`` and ``a`` alone
+    its list of entries (as ``_add_mappings``); otherwise into a copy."""
+    ab = a._backing
+    bb = b._backing
+    if len(ab) != len(bb):
+        return a + b  # the tangent's own error
+    if not (type(ab) is list and _getrefcount(a) <= 4 and _getrefcount(ab) <= 3):
+        ab = list(ab)
+        a = type(a)._from_backing(ab)
+    for i, e in enumerate(bb):
+        if not isinstance(e, AbstractZero):
+            ab[i] = acc(ab[i], e)
+    return a
 
 
 def _add_into_entries(a: Any, b: Any) -> Any:

@@ -52,7 +52,7 @@ from ad.runtime.rules_objects import (
     super_init,
 )
 from ad.runtime.scalar_paths import FLAGS
-from ad.runtime.star_calls import rcall_star
+from ad.runtime.star_calls import rcall_star, rcall_star_tail
 from ad.runtime.state import Stateful, follow, unfollowed, unfollowed_call
 from ad.runtime.writers import in_place, method_form, writer
 from ad.transform import bindings
@@ -67,8 +67,10 @@ _NO = NoTangent()
 HELPERS: dict[str, Any] = {
     "_ad_rcall": _runtime.rcall,
     "_ad_rcall_masked": _runtime.rcall_masked,
+    "_ad_rcall_tail": _runtime.rcall_tail,
     "_ad_rcall_kw": _runtime.rcall_kw,
     "_ad_rcall_star": rcall_star,
+    "_ad_rcall_star_tail": rcall_star_tail,
     "_ad_acc": _runtime.acc,
     "_ad_Z": _Z,
     "_ad_NoTangent": _NO,

@@ -91,10 +91,19 @@ def item_cotangent(tape: tuple, ȳ: Any) -> Any:
             return _Z
     head = tape[0]
     if type(head) is int:  # a list's or tuple's entry
-        return entry_cotangent(head, tape[1], _fit(ȳ, tape[3]), tape[2])
+        if head > SHORT:  # many entries: one written into the accumulator alone
+            return entry_cotangent(head, tape[1], _fit(ȳ, tape[3]), tape[2])
+        entries = [_Z] * head  # a few: the dense tangent, added entry by entry
+        entries[tape[1]] = _fit(ȳ, tape[3])
+        return Tangent[tape[2]]._from_backing(entries)  # type: ignore[misc]
     if head is not None:  # an object's field
         return Tangent[head]._from_backing({tape[1]: ȳ})  # type: ignore[misc]
     return _DICT_TANGENT._from_backing({tape[1]: _fit(ȳ, tape[2])})
+
+
+#: A sequence of at most this many entries gets a dense cotangent per read: cheaper
+#: than ``entry_cotangent``'s thunk, and no more than a few entries to add.
+SHORT = 8
 
 
 def _fit(ȳ: Any, v: Any) -> Any:

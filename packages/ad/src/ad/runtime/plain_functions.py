@@ -43,6 +43,7 @@ class PlainEntry:
     elides = False
     source = ""
     guards = ()  # no helper is inlined into library code
+    starred = ()  # nor any argument unpacked
 
     def __init__(self, f: types.FunctionType, mode: str, as_init: int) -> None:
         from ad.transform.compiled import Signature

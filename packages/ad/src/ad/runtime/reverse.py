@@ -58,6 +58,7 @@ __all__ = [
     "rcall",
     "rcall_masked",
     "rcall_kw",
+    "rcall_tail",
     "tuple_ct",
     "unpack_error",
 ]
@@ -146,6 +147,17 @@ def rcall_masked(mask: int, f: Any, *args: Any) -> tuple[Any, Callable]:
     if type(f) is _FunctionType and f not in _RULES:
         return call_function(f, args, None, bool(f.__code__.co_freevars), inactive=mask)
     return rcall(f, *args)
+
+
+def rcall_tail(novalue: bool, mask: int, f: Any, *args: Any) -> tuple[Any, Callable]:
+    """``rcall_masked`` for the call whose value the calling function returns and
+    nothing else reads (``return g(x)``): when the caller was asked for no value
+    (``novalue``, ``ad.gradient``'s), a Python function is asked for none either,
+    and may return ``fused_regions.NOVALUE`` (see ``call_function``)."""
+    if novalue and type(f) is _FunctionType and f not in _RULES:
+        closure = bool(f.__code__.co_freevars)
+        return call_function(f, args, None, closure, inactive=mask, novalue=True)
+    return rcall_masked(mask, f, *args) if mask else rcall(f, *args)
 
 
 def _resolve_rule(f: Any, args: tuple, key: tuple) -> Any:

@@ -57,6 +57,10 @@ def call_function(
     transform = _TRANSFORM[0] if _TRANSFORM else _import_transform()
     try:
         entry = transform.transformed(f, closure_active, as_init, inactive)
+        if entry.starred and not kwargs and not as_init:  # ``g(*q)`` of a tuple q: for its length
+            lengths = transform.star_lengths(entry, args)
+            if lengths:
+                entry = transform.transformed(f, closure_active, as_init, inactive, lengths)
     except NoSourceError:
         if as_init or not hasattr(f, "__wrapped__"):
             raise

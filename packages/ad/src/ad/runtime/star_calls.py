@@ -27,11 +27,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ad.runtime.cotangents import from_list_ct
-from ad.runtime.reverse import call_site, rcall_masked
+from ad.runtime.reverse import call_site, rcall_tail
 from ad.runtime.state import keep_stateful
 from rulescore import ZeroTangent
 
-__all__ = ["rcall_star"]
+__all__ = ["rcall_star", "rcall_star_tail"]
 
 _Z = ZeroTangent()
 
@@ -39,6 +39,20 @@ _Z = ZeroTangent()
 def rcall_star(stars: int, inactive: int, f: Any, *parts: Any) -> tuple[Any, Callable]:
     """``f(*args)`` and its pullback, ``args`` the ``parts`` with those at the bits
     of ``stars`` unpacked; the pullback maps ``ȳ`` to ``(∂f, ∂part...)``."""
+    return _star_call(stars, inactive, f, parts, False)
+
+
+def rcall_star_tail(
+    novalue: bool, stars: int, inactive: int, f: Any, *parts: Any
+) -> tuple[Any, Callable]:
+    """``rcall_star`` for the call whose value the calling function returns and
+    nothing else reads (``return g(*p, *data)``; see ``reverse.rcall_tail``)."""
+    return _star_call(stars, inactive, f, parts, novalue)
+
+
+def _star_call(
+    stars: int, inactive: int, f: Any, parts: tuple, novalue: bool
+) -> tuple[Any, Callable]:
     args: list = []
     mask = 0
     spans: list[tuple[int, int]] = []  # each part's entries in args
@@ -55,7 +69,7 @@ def rcall_star(stars: int, inactive: int, f: Any, *parts: Any) -> tuple[Any, Cal
         spans.append((start + 1, end + 1))  # in the pullback's result, after ∂f
         if inactive >> i & 1:
             mask |= ((1 << (end - start)) - 1) << start
-    y, pb = rcall_masked(mask, f, *args)
+    y, pb = rcall_tail(novalue, mask, f, *args)
 
     def star_call_pullback(ȳ: Any) -> tuple:
         cts = pb(ȳ)

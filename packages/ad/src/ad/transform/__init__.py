@@ -20,7 +20,7 @@ own parts: ``source_registry``, ``source_parse``, ``source_belongs`` and
 from __future__ import annotations
 
 from ad.transform.build import PURE_PREFIX, Transformed
-from ad.transform.cache import forward_transformed, pure_transformed, transformed
+from ad.transform.cache import forward_transformed, pure_transformed, star_lengths, transformed
 from ad.transform.inlining import check_guards_after
 from ad.transform.listing import adjoint_source
 from ad.transform.pipeline import Front, front
@@ -34,5 +34,6 @@ __all__ = [
     "forward_transformed",
     "front",
     "pure_transformed",
+    "star_lengths",
     "transformed",
 ]

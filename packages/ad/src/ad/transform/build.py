@@ -47,10 +47,11 @@ def reverse_pipeline(
     pure: bool = False,
     inactive: int = 0,
     inline: bool = True,
+    lengths: tuple = (),
 ) -> tuple[Front, ast.FunctionDef]:
     """The front of ``f`` and the primal ``reverse.generate`` makes of it."""
     # The pure form (second order) is differentiated again: it calls its helpers.
-    fr = front(f, closure_active, as_init, inactive, inline and not pure, not pure)
+    fr = front(f, closure_active, as_init, inactive, inline and not pure, not pure, lengths)
     freevars = f.__code__.co_freevars
     fwd = generate(
         fr.anf,
@@ -81,10 +82,14 @@ def build_reverse(
     as_init: bool | int = False,
     inactive: int = 0,
     inline: bool = True,
+    lengths: tuple = (),
 ) -> Transformed:
     """Run the whole reverse pipeline for ``f`` and compile the result (``inline``:
-    with its small helpers inlined, see ``inlining``)."""
-    fr, fwd = reverse_pipeline(f, closure_active, as_init, inactive=inactive, inline=inline)
+    with its small helpers inlined, see ``inlining``; ``lengths``: see
+    ``captured_stars.unpack_captured``)."""
+    fr, fwd = reverse_pipeline(
+        f, closure_active, as_init, inactive=inactive, inline=inline, lengths=lengths
+    )
     freevars = f.__code__.co_freevars
     # The factory binds the helpers the generated tree reads: names of the ANF body
     # it reuses, and those the generator built (``loaded_ids``), known without a
@@ -102,6 +107,7 @@ def build_reverse(
         spec=signature_of(fr.anf),
         elides=elides,
         guards=fr.guards,
+        starred=fr.starred,
     )
 
 

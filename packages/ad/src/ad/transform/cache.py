@@ -23,6 +23,7 @@ from typing import Any
 
 from ad.transform.bindings import library_entry
 from ad.transform.build import Transformed, build_pure, build_reverse
+from ad.transform.captured_stars import MAX_ENTRIES
 from ad.transform.inlining import guards_hold, has_rules
 from ad.transform.source_registry import mark_derived
 from rulescore import frule, rrule
@@ -115,7 +116,11 @@ def _stale(entry: Any) -> bool:
 
 
 def transformed(
-    f: types.FunctionType, closure_active: bool, as_init: bool | int = False, inactive: int = 0
+    f: types.FunctionType,
+    closure_active: bool,
+    as_init: bool | int = False,
+    inactive: int = 0,
+    lengths: tuple = (),
 ) -> Transformed:
     """The cached transform of ``f``'s code (built on first use).
 
@@ -125,11 +130,15 @@ def transformed(
     its object in place: ``__setattr__``, a property's or descriptor's setter).
     ``inactive``: a bit mask of positional parameters whose arguments carry no
     derivative at this call (``_ad_rcall_masked``): they start inactive.
+    ``lengths``: ``((parameter, n), ...)``, the lengths of the tuples that the
+    parameters ``f`` unpacks by ``*`` hold at this call (see ``star_lengths``).
     """
     code = f.__code__
     if inactive:
         inactive &= (1 << code.co_argcount) - 1
     key = closure_active if not (as_init or inactive) else (closure_active, as_init, inactive)
+    if lengths:
+        key = (key, lengths)
     slot = _SLOTS.get(id(code))
     entry = slot.reverse.get(key) if slot is not None and slot.ref() is code else None
     if entry is None:
@@ -140,15 +149,31 @@ def transformed(
             # the standard library runs as plain Python
             lambda: (
                 library_entry(f, "reverse", as_init)
-                or build_reverse(f, closure_active, as_init, inactive)
+                or build_reverse(f, closure_active, as_init, inactive, lengths=lengths)
             ),
         )
-    if entry.guards and not guards_hold(entry.guards, f.__globals__):
+    if entry.guards and not guards_hold(entry.guards, f):
         # A helper's name no longer resolves to the function inlined: the general form.
         entry = _general(
             code, "reverse", key, lambda: build_reverse(f, closure_active, as_init, inactive, False)
         )
     return entry
+
+
+def star_lengths(entry: Transformed, args: tuple) -> tuple:
+    """``((parameter, n), ...)`` for ``transformed``: the lengths of the tuples that
+    the parameters ``entry``'s function unpacks by ``*`` (``entry.starred``) hold
+    in ``args`` (positional arguments alone); empty when none does."""
+    out = []
+    n_pos = entry.n_positional
+    for i in entry.starred:
+        if i < n_pos:
+            a = args[i] if i < len(args) else None
+            if type(a) is tuple and len(a) <= MAX_ENTRIES:
+                out.append((i, len(a)))
+        elif len(args) - n_pos <= MAX_ENTRIES:  # ``*args``
+            out.append((i, max(len(args) - n_pos, 0)))
+    return tuple(out)
 
 
 def _general(code: types.CodeType, kind: str, key: Any, build: Any) -> Any:
@@ -281,7 +306,7 @@ def forward_transformed(
                 library_entry(f, "forward", as_init) or build_forward(f, closure_active, as_init)
             ),
         )
-    if entry.guards and not guards_hold(entry.guards, f.__globals__):
+    if entry.guards and not guards_hold(entry.guards, f):
         entry = _general(
             code, "forward", key, lambda: build_forward(f, closure_active, as_init, False)
         )

@@ -72,6 +72,9 @@ class Compiled:
     #: ``((name, function), ...)``: the helpers inlined, valid while each name in
     #: the function's globals is still that function (``inlining``)
     guards: tuple = ()
+    #: the parameters unpacked by ``*`` (``captured_stars.starred_parameters``): a
+    #: call where one holds a tuple takes a transform for its length (``lengths``)
+    starred: tuple = ()
     #: ``spec.simple`` and the number of positional parameters, read on every call
     simple: bool = field(init=False)
     n_positional: int = field(init=False)

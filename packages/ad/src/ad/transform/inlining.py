@@ -51,6 +51,7 @@ from typing import Any
 from ad.transform.activity import param_names, read_and_stored
 from ad.transform.anf import normalize
 from ad.transform.anf_base import IN_PLACE_HELPERS
+from ad.transform.captured_stars import Length, length
 from ad.transform.desugar import desugar
 from ad.transform.fence import check_supported
 from ad.transform.protocols import explicit_protocols
@@ -152,55 +153,72 @@ def has_rules(fn: Any) -> bool:
     return fn in _RULES or fn in _FRULES
 
 
-def guards_hold(guards: tuple, globals_: dict) -> bool:
-    """Whether every name in ``guards`` still resolves to its object (see ``_guarded``)."""
-    get = globals_.get
+def guards_hold(guards: tuple, f: types.FunctionType) -> bool:
+    """Whether every name in ``guards`` still resolves to its object in ``f``
+    (see ``_guarded``)."""
+    get = f.__globals__.get
     for name, fn in guards:
         if type(name) is str:
             if get(name) is not fn:
                 return False
-        elif _guarded(name, globals_) is not fn:
+        elif not _holds(name, fn, f):
             return False
     return True
 
 
-def _guarded(key: Any, globals_: dict) -> Any:
-    """What a guard's key names now: a global of the caller (``"name"``), an
-    attribute of a module the caller names (``("module", "attr")``: a helper
-    called as ``module.helper``), or a global of another module (``(helper,
-    "name")``: one that ``helper``, of that module, reads); None where nothing is."""
+def _guarded(key: Any, f: types.FunctionType) -> Any:
+    """What a guard's key names now in ``f``: a global (``"name"``), an attribute of
+    a module ``f`` names (``("module", "attr")``: a helper called as
+    ``module.helper``), a global of another module (``(helper, "name")``: one that
+    ``helper``, of that module, reads), or the length of a tuple ``f`` captures or
+    reads as a global (``Length(name)``, see ``captured_stars``); None where
+    nothing is."""
     if type(key) is str:
-        return globals_.get(key)
+        return f.__globals__.get(key)
+    if type(key) is Length:
+        return length(key.name, f)
     owner, name = key
     if type(owner) is types.FunctionType:
         return owner.__globals__.get(name)
-    return getattr(globals_.get(owner), name, None)
+    return getattr(f.__globals__.get(owner), name, None)
 
 
 def _shown(key: Any) -> str:
     """A guard's key as the user spells the name."""
     if type(key) is str:
         return key
+    if type(key) is Length:
+        return key.name
     owner, name = key
     return name if type(owner) is types.FunctionType else f"{owner}.{name}"
 
 
+def _holds(key: Any, value: Any, f: types.FunctionType) -> bool:
+    if type(key) is Length:
+        return _guarded(key, f) == value
+    return _guarded(key, f) is value
+
+
 def check_guards_after(guards: tuple, f: types.FunctionType) -> None:
-    """After a run of ``f``'s transform with helpers inlined: refuse the result if
-    one of their names was rebound meanwhile (the run used the old function)."""
-    g = f.__globals__
-    for key, fn in guards:
-        if _guarded(key, g) is not fn:
+    """After a run of ``f``'s transform with helpers inlined (or captured tuples
+    unpacked): refuse the result if one of their names was rebound meanwhile (the
+    run used what it held before)."""
+    for key, value in guards:
+        if not _holds(key, value, f):
             from ad.errors import MutationError
 
             name = _shown(key)
-
+            what = (
+                f"the {value} entries of the tuple it held had been unpacked into calls"
+                if type(key) is Length
+                else f"{name} had been inlined into it as the function it was before"
+            )
             raise MutationError(
                 f"{f.__qualname__} ({f.__code__.co_filename}:{f.__code__.co_firstlineno}): "
-                f"the global {name!r} was rebound while it was being differentiated, and "
-                f"{name} had been inlined into it as the function it was before.\n"
+                f"the name {name!r} was rebound while it was being differentiated, and "
+                f"{what}.\n"
                 f"To fix: rebind {name!r} before differentiating {f.__qualname__}, or pass "
-                "the function to call as an argument."
+                "what it holds as an argument."
             )
 
 
@@ -229,6 +247,7 @@ class _Inliner:
     def __init__(
         self, f: types.FunctionType, anf: ast.FunctionDef, attributes: dict[str, tuple[str, str]]
     ) -> None:
+        self.f = f
         self.globals = f.__globals__
         self.attributes = attributes
         self.filename = f.__code__.co_filename
@@ -270,7 +289,7 @@ class _Inliner:
         name = value.func.id
         key: Any = self.attributes.get(name)
         if key is not None:  # ``module.helper(...)``
-            fn = _guarded(key, self.globals)
+            fn = _guarded(key, self.f)
         elif name in self.taken or name.startswith("_ad_"):
             return None
         else:

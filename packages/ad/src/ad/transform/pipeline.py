@@ -1,7 +1,7 @@
 """The front of the pipeline, shared by reverse and forward mode: source to activity.
 
-``front`` runs source -> protocols -> fence -> desugar -> anf -> inlining ->
-holders -> activity on one function and returns a ``Front``: the ANF body, the
+``front`` runs source -> protocols -> fence -> captured stars -> desugar -> anf ->
+inlining -> holders -> activity on one function and returns a ``Front``: the ANF body, the
 names that may carry a derivative, and what the names it reads resolve to now
 (plain builtins, plain Python functions without rules). The reverse pass
 (``build``) and the forward pass (``forward``) generate code from it.
@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 from ad.transform.activity import NONDIFF_BUILTINS, active_names, param_names, read_and_stored
 from ad.transform.anf import normalize
+from ad.transform.captured_stars import starred_parameters, unpack_captured
 from ad.transform.desugar import desugar
 from ad.transform.fence import check_supported
 from ad.transform.fuse import module_attribute
 from ad.transform.holders import follow_holders
-from ad.transform.inlining import inline_helpers
+from ad.transform.inlining import ENABLED, inline_helpers
 from ad.transform.protocols import explicit_protocols
 from ad.transform.source import get_source
 from ad.transform.source_registry import constant_freevars
@@ -47,6 +48,8 @@ class Front:
     reads: frozenset[str] = frozenset()
     #: ``((name, function), ...)``: the helpers inlined (see ``inlining``)
     guards: tuple = ()
+    #: the parameters unpacked by ``*`` (``captured_stars.starred_parameters``)
+    starred: tuple = ()
 
 
 def front(
@@ -56,15 +59,23 @@ def front(
     inactive: int = 0,
     inline: bool = True,
     star_calls: bool = False,
+    lengths: tuple = (),
 ) -> Front:
     """source -> fence -> desugar -> anf -> inlining -> holders -> activity, shared
     by reverse and forward mode.
 
     The positional parameters at the set bits of ``inactive`` are no seeds.
     ``inline``: inline the small helpers ``f`` calls (see ``inlining``).
-    ``star_calls``: keep ``f(a, *b)`` a call (see ``anf.normalize``)."""
+    ``star_calls``: keep ``f(a, *b)`` a call (see ``anf.normalize``).
+    ``lengths``: the lengths of the tuples that parameters unpacked by ``*`` hold
+    at this call (see ``captured_stars.unpack_captured``)."""
     src = get_source(f)
     tree = check_supported(spelled_as_rebinding(explicit_protocols(src.tree, f), f), src.filename)
+    star_guards: tuple = ()
+    starred = ()
+    if inline and ENABLED[0]:  # ``f(w, *data)`` of a captured tuple: an ordinary call
+        starred = starred_parameters(tree)
+        tree, star_guards = unpack_captured(tree, f, lengths)
     anf = normalize(desugar(tree), src.filename, star_calls)
     written_roots = anf.written_roots  # type: ignore[attr-defined]
     if as_init:
@@ -87,6 +98,7 @@ def front(
         if guards:
             plain, callees, reads = _resolved_names(f, anf)
             attributes = _module_functions(f, anf)
+    guards += star_guards
     followed, seeds = follow_holders(anf, seeds, plain, f, src.filename)
     if followed is not anf:
         anf, reads = (
@@ -102,7 +114,7 @@ def front(
         )
     active = active_names(anf, seeds, plain)
     callees |= attributes.keys()
-    return Front(anf, active, plain, src.filename, callees, reads, guards)
+    return Front(anf, active, plain, src.filename, callees, reads, guards, starred)
 
 
 def returning_self(fn: ast.FunctionDef, index: int = 0) -> ast.FunctionDef:

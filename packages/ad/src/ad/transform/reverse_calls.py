@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from ad.transform._nodes import FAST_OPS, LOAD, STORE, Z, at
+from ad.transform._nodes import FAST_OPS, LOAD, NO_VALUE, STORE, Z, at
 from ad.transform._nodes import assign as _assign
 from ad.transform._nodes import call as _call
 from ad.transform._nodes import const as _const
@@ -65,6 +65,14 @@ class Calls:
                 mask |= 1 << i
         return mask
 
+    def tail_call(self, target: ast.expr) -> bool:
+        """Whether the call binding ``target`` gives the value the function returns and
+        nothing else reads (``t = g(x); return t``), in first-order reverse mode."""
+        if self.pure or type(target) is not _Name:
+            return False
+        self.read_counts()
+        return self.returns_only(target.id)
+
     def call(
         self, target: ast.expr, tnames: list[str], value: ast.Call, depth: int, line: int
     ) -> tuple[list, list]:
@@ -105,14 +113,14 @@ class Calls:
                 for i, a in enumerate(atoms)
                 if type(a) is _Constant or (type(a) is _Name and a.id not in active)
             )
-            rcall = at(
-                _Call(
-                    _ln("_ad_rcall_star", line),
-                    [_const(stars, line), _const(inactive, line), func, *atoms],
-                    [],
-                ),
-                line,
-            )
+            head = [_const(stars, line), _const(inactive, line), func, *atoms]
+            if self.tail_call(target):  # the value only passes through (see below)
+                self.elides = True
+                rcall = at(
+                    _Call(_ln("_ad_rcall_star_tail", line), [_ln(NO_VALUE, line), *head], []), line
+                )
+            else:
+                rcall = at(_Call(_ln("_ad_rcall_star", line), head, []), line)
         elif inline is not None:
             # The adjoint handles tape entries (partials), so the helper may return
             # them instead of a pullback: it does for same-shape float arrays.
@@ -148,6 +156,19 @@ class Calls:
         ):
             # Scalar arithmetic: a specialised call with an inline fast path.
             rcall = at(_Call(_ln("_ad_fast_" + func.id[7:], line), value.args, []), line)
+        elif self.tail_call(target):
+            # ``return g(...)``: the value only passes through; a caller that needs
+            # none (``ad.gradient``) asks ``g`` for none either (``_ad_nv``).
+            self.elides = True
+            mask = self.inactive_mask(func, value.args)
+            rcall = at(
+                _Call(
+                    _ln("_ad_rcall_tail", line),
+                    [_ln(NO_VALUE, line), _const(mask, line), func, *value.args],
+                    [],
+                ),
+                line,
+            )
         elif mask := self.inactive_mask(func, value.args):
             # A Python function given arguments that carry no derivative: its
             # transform treats those parameters as constants (see ``inactive_mask``).

@@ -181,12 +181,17 @@ class Regions:
         """The fused regions among ``stmts`` (see ``fuse``), by statement index."""
         if depth or self.pure or not any(_reduces(s) for s in stmts):
             return {}
-        if self.loads is None:
-            self.loads = _load_counts(self.body)
+        self.read_counts()
         if self.fusible is None:
             self.fusible = single_temporaries(self.body, self.params, self.loads)
         found = find_regions(stmts, self.fusible, self.active, self.loads)
         return {op.index: r for r in found for op in r.ops}
+
+    def read_counts(self) -> Counter:
+        """How often the function reads each name (computed once)."""
+        if self.loads is None:
+            self.loads = _load_counts(self.body)
+        return self.loads
 
     def returns_only(self, name: str) -> bool:
         """Whether ``name`` is read only by the ``return`` that ends the function."""
