@@ -73,6 +73,9 @@ def unpack_captured(
     otherwise); any other parameter is unpacked once where the function starts
     (``q_ad_star0, q_ad_star1 = q``: one read of the tuple, whose cotangent is
     built once)."""
+    starred = _starred(tree)
+    if not starred:
+        return tree, ()
     bound = _bound(tree)
     params = _parameters(tree)
     taken = {n.id for n in ast.walk(tree) if type(n) is ast.Name} | set(params)
@@ -117,7 +120,7 @@ def unpack_captured(
 
         visit_FunctionDef = visit_Lambda  # type: ignore[assignment]
 
-    if not spread and not any(_unpackable(a, bound, f) is not None for a in _starred(tree)):
+    if not spread and not any(_unpackable(a, bound, f) is not None for a in starred):
         return tree, ()
     new = copy.deepcopy(tree)
     new.body = [Expand().visit(s) for s in new.body]
@@ -151,14 +154,11 @@ def starred_parameters(tree: ast.FunctionDef) -> tuple[int, ...]:
     index among ``_parameters`` (its positional ones, then ``*args``): at a call
     where one holds a tuple, ``unpack_captured`` may write it out."""
     params = _parameters(tree)
+    names = {a.value.id for a in _starred(tree) if type(a.value) is ast.Name}
+    if not names & set(params):
+        return ()
     stored = _stored(tree)
-    out = []
-    for node in ast.walk(tree):
-        if type(node) is ast.Starred and type(node.value) is ast.Name:
-            name = node.value.id
-            if name in params and name not in stored:
-                out.append(params.index(name))
-    return tuple(sorted(set(out)))
+    return tuple(sorted(params.index(n) for n in names if n in params and n not in stored))
 
 
 def _parameters(tree: ast.FunctionDef) -> list[str]:

@@ -157,9 +157,17 @@ def guards_hold(guards: tuple, f: types.FunctionType) -> bool:
     """Whether every name in ``guards`` still resolves to its object in ``f``
     (see ``_guarded``)."""
     get = f.__globals__.get
-    for name, fn in guards:
-        if type(name) is str:
+    for name, fn in guards:  # every call reads them: the common kinds inline
+        kind = type(name)
+        if kind is str:
             if get(name) is not fn:
+                return False
+        elif kind is tuple:
+            owner, attr = name
+            if type(owner) is str:
+                if getattr(get(owner), attr, None) is not fn:
+                    return False
+            elif owner.__globals__.get(attr) is not fn:
                 return False
         elif not _holds(name, fn, f):
             return False

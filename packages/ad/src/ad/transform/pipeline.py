@@ -13,6 +13,7 @@ import ast
 import builtins
 import copy
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ad.transform.activity import NONDIFF_BUILTINS, active_names, param_names, read_and_stored
@@ -153,10 +154,7 @@ def _module_functions(f: types.FunctionType, anf: ast.FunctionDef) -> dict[str, 
     ``reverse_calls.Calls.inactive_mask`` applies (which only ever saves work: a
     name that resolves to something else at run time is called as any callable is)."""
     found = {}
-    taken = set(param_names(anf)) | read_and_stored(anf)[1] | set(f.__code__.co_freevars)
-    for node in ast.walk(anf):
-        if type(node) is not ast.Assign or len(node.targets) != 1:
-            continue
+    for node in _assignments(anf.body):
         target, v = node.targets[0], node.value
         if type(target) is not ast.Name or not target.id.startswith("_ad_t"):
             continue
@@ -164,12 +162,30 @@ def _module_functions(f: types.FunctionType, anf: ast.FunctionDef) -> dict[str, 
         if attr is None:
             continue
         owner = v.args[0].id  # type: ignore[attr-defined]
-        module = None if owner in taken else f.__globals__.get(owner)
+        module = f.__globals__.get(owner)
         if type(module) is types.ModuleType:
             value = getattr(module, attr, None)
             if type(value) is types.FunctionType and value not in _RULE_TABLE:
                 found[target.id] = (owner, attr)
+    if found:  # a module name the function binds itself is no global there
+        taken = set(param_names(anf)) | read_and_stored(anf)[1] | set(f.__code__.co_freevars)
+        found = {t: key for t, key in found.items() if key[0] not in taken}
     return found
+
+
+def _assignments(stmts: list[ast.stmt]) -> Iterator[ast.Assign]:
+    """The single-target assignments among ``stmts`` and the blocks nested in them
+    (not in nested functions)."""
+    for s in stmts:
+        kind = type(s)
+        if kind is ast.Assign:
+            if len(s.targets) == 1:  # type: ignore[attr-defined]
+                yield s  # type: ignore[misc]
+        elif kind not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            for field in ("body", "orelse", "finalbody"):
+                yield from _assignments(getattr(s, field, ()))
+            for h in getattr(s, "handlers", ()):
+                yield from _assignments(h.body)
 
 
 def _resolved_names(
