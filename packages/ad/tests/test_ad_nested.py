@@ -189,6 +189,19 @@ def test_hessian_of_a_non_numeric_argument_is_an_error():
         ad.hessian(lambda s: 1.0, "abc")
 
 
+@pytest.mark.parametrize("which", [ad.hessian, ad.hessian_reverse])
+@pytest.mark.parametrize("x", [(1.5, 0.7), (np.array([1.0, 2.0]), np.array([3.0, 4.0]))])
+def test_hessian_of_a_tuple_is_refused_not_none(which, x):
+    # jacobian gives None for a tuple argument; hessian returned that None silently
+    def f(p):
+        return np.sum(p[0] ** 2 * p[1] ** 3)
+
+    with pytest.raises(TypeError, match=r"got a tuple\.\nTo fix: pass np.array\(x\) or list\(x\)"):
+        which(f, x)
+    (h,) = ad.hvp(f, (x,), ((np.ones_like(x[0]), 0 * x[1]),))  # what the message offers
+    assert h is not None
+
+
 def test_inner_functions_with_defaults_keywords_and_star_args():
     def inner(y, scale=2.0, *rest, power=2):
         return scale * y**power + sum(rest)

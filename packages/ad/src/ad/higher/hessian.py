@@ -93,6 +93,12 @@ def _is_number(x: Any) -> bool:
 
 
 def _as_array(name: str, x: Any) -> np.ndarray:
+    if isinstance(x, tuple):  # jacobian's tuple is no array: it would give None
+        raise TypeError(
+            f"{name} needs a number, an array or a (nested) list of numbers, got a "
+            f"tuple.\nTo fix: pass np.array(x) or list(x) (read by index as the tuple "
+            f"is), or use ad.hvp, which takes tuples."
+        )
     a = np.asarray(x)
     if a.dtype.kind not in "fiuc":
         raise TypeError(
