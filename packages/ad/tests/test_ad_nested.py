@@ -289,3 +289,25 @@ def test_unsupported_nested_calls_name_the_call_site_and_a_fix():
     # a function with *args under reverse over reverse: refused, naming the line
     with pytest.raises(NoRuleError, match=r"varargs.*test_ad_nested\.py:\d+.*\n.*To fix"):
         ad.hessian_reverse(lambda y: _varargs(y, y), 1.0)
+
+
+def _unpacked_and_indexed(v):
+    p = [v[0], v[1], v[2]]
+    a, b, c = p  # the list's cotangent built by its unpacking and by its reads
+    return a * p[1] + np.sin(c * p[0]) * b
+
+
+@pytest.mark.parametrize("x", [np.array([0.3, -0.5, 1.2]), np.array([-1.1, 0.4, 0.25])])
+def test_second_order_of_a_list_unpacked_and_read_by_index(x):
+    # forward over reverse added a Tangent[list] and a Tangent[tuple]: TypeError
+    want = fd_hessian(_unpacked_and_indexed, x)
+    np.testing.assert_allclose(ad.hessian(_unpacked_and_indexed, x), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        ad.hessian_reverse(_unpacked_and_indexed, x), want, rtol=1e-5, atol=1e-6
+    )
+    e0 = np.zeros_like(x)
+    e0.flat[0] = 1.0
+    (hv,) = ad.hvp(_unpacked_and_indexed, (x,), (e0,))
+    np.testing.assert_allclose(hv, want[:, 0], rtol=1e-5, atol=1e-6)
+    floats = ad.hvp(lambda a, b, c: _unpacked_and_indexed((a, b, c)), tuple(x), (1.0, 0.0, 0.0))
+    np.testing.assert_allclose(floats, want[:, 0], rtol=1e-5, atol=1e-6)

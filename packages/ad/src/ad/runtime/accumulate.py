@@ -122,6 +122,12 @@ def acc(a: Any, b: Any) -> Any:
         for k, v in b.items():
             out[k] = acc(out[k], v) if k in out else v
         return out
+    if isinstance(a, Tangent) and isinstance(b, Tangent) and ta is not type(b):
+        ab, bb = a._backing, b._backing
+        if ta._kind == "positional" == type(b)._kind and len(ab) == len(bb):
+            # a list's and a tuple's of one length (a pushforward built one from the
+            # other's entries, at second order): the same entries, added by position
+            return ta._from_backing(tuple(acc(x, y) for x, y in zip(ab, bb)))
     return a + b
 
 
