@@ -23,3 +23,9 @@ def uses_rate(x):
 
 def calls_its_own(x):
     return smooth(x) * 2.0  # a helper of its own module: stays a call
+
+
+def checked(x):
+    if x < 0:
+        raise ValueError("negative")  # the line a traceback must show
+    return 4.0 * x

@@ -575,6 +575,9 @@ CASES["numpy.ndarray.clip"] = Case(
     _METHODS["clip"][0], (np.array([[-0.9, -0.2, 0.3], [0.8, 0.1, -0.7]]),)
 )
 CASES["numpy.generic.item"] = Case(lambda x: x[1].item() * x, (n((3,)),), (cn((3,)),))
+CASES["numpy.generic.astype"] = Case(
+    lambda x: np.sum(x * x).astype(x.dtype) * x, (n((3,)),), (cn((3,)),)
+)
 
 # ---------------------------------------------------------------- numpy.linalg
 L = np.linalg

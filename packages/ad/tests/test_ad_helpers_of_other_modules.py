@@ -156,3 +156,65 @@ def test_a_caller_whose_name_means_another_module_keeps_the_call():
     assert "smooth" not in _guard_names(g)
     assert ad.gradient(g, 0.7, -1.3) == pytest.approx(ad.gradient(scalar_by_name, 0.7, -1.3))
     assert math.sqrt(4.0) == 2.0
+
+
+def test_a_helper_changed_in_place_is_honoured(monkeypatch):
+    # %autoreload swaps a function's __code__, a test may set __defaults__: the name
+    # still resolves to the same function object, whose body is another now
+    x, z = 0.7, -1.3
+    ad.gradient(scalar_by_name, x, z)  # smooth inlined as it was
+
+    def smoother(x, k=4.0):
+        return math.sqrt(x * x + k) + abs(x)
+
+    monkeypatch.setattr(eh.smooth, "__code__", smoother.__code__)
+    monkeypatch.setattr(eh.smooth, "__defaults__", (4.0,))
+    for mode in ("reverse", "forward"):
+        if mode == "reverse":
+            got = ad.gradient(scalar_by_name, x, z)[0]
+        else:
+            got = ad.jvp(scalar_by_name, (x, z), (1.0, 0.0))[1]
+        assert got == pytest.approx(_fd(scalar_by_name, (x, z), 0), rel=1e-6)
+    monkeypatch.setattr(eh.smooth, "__defaults__", (9.0,))
+    assert ad.gradient(scalar_by_name, x, z)[1] == pytest.approx(
+        _fd(scalar_by_name, (x, z), 1), rel=1e-6
+    )
+
+
+def test_forward_mode_refuses_a_helper_rebound_during_the_call(monkeypatch):
+    monkeypatch.setattr(eh, "mse", eh.mse)  # restored afterwards
+    W, b, X, y = _data()
+    with pytest.raises(ad.MutationError, match=r"'eh\.mse' was rebound while"):
+        ad.jvp(rebinds_while_running, (W, b, X, y), (W, 0 * b, 0 * X, 0 * y))
+
+
+def patches_and_restores(x, z):
+    a = eh.smooth(x)
+    old = eh.smooth
+    eh.smooth = lambda v: v * v * v  # a test double, for the next call alone
+    b = eh.smooth(z)
+    eh.smooth = old
+    return a * b
+
+
+def test_a_caller_setting_the_modules_attributes_keeps_the_calls(monkeypatch):
+    monkeypatch.setattr(eh, "smooth", eh.smooth)
+    x, z = 0.7, -1.3
+    g = ad.gradient(patches_and_restores, x, z)
+    want = (_fd(patches_and_restores, (x, z), 0), _fd(patches_and_restores, (x, z), 1))
+    assert g == pytest.approx(want, rel=1e-6)
+    assert ad.jvp(patches_and_restores, (x, z), (0.0, 1.0))[1] == pytest.approx(want[1], rel=1e-6)
+    assert "smooth" not in _guard_names(patches_and_restores)
+
+
+def calls_checked(x):
+    return eh.checked(x * 2.0) + 1.0
+
+
+def test_an_error_in_a_helper_of_another_module_shows_the_helpers_line():
+    assert ad.gradient(calls_checked, 1.0) == (8.0,)
+    with pytest.raises(ValueError, match="negative") as info:
+        ad.gradient(calls_checked, -1.0)
+    last = info.traceback[-1]
+    assert str(last.path).endswith("elsewhere_helpers.py")
+    assert last.lineno + 1 == eh.checked.__code__.co_firstlineno + 2

@@ -551,3 +551,20 @@ def test_numpy_scalar_arguments_are_immutable_numbers():
         return r + x
 
     assert ad.gradient(f, np.float64(2.0), np.float64(3.0)) == (4.0, 2.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize(
+    "f",
+    [lambda s: s * s, lambda s: np.sum(s * s), lambda s: s**3 / 3.0, lambda s: float(s) * s],
+    ids=["s*s", "np.sum(s*s)", "s**3/3", "float(s)*s"],
+)
+def test_a_0d_array_argument_gets_a_0d_array_gradient(f, dtype):
+    # numpy's arithmetic on a 0-d array gives a numpy scalar: the gradient of one
+    # was that scalar, not the 0-d array of the argument's dtype it is projected to
+    s = np.array(0.7, dtype=dtype)
+    (g,) = ad.gradient(f, s)
+    assert type(g) is np.ndarray and g.shape == () and g.dtype == dtype
+    h = 1e-3 if dtype is np.float32 else 1e-6
+    fd = (float(f(np.array(0.7 + h))) - float(f(np.array(0.7 - h)))) / (2 * h)
+    assert float(g) == pytest.approx(fd, rel=1e-3 if dtype is np.float32 else 1e-6)

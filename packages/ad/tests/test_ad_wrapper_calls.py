@@ -135,3 +135,16 @@ def test_keywords_that_cannot_be_spread():
     np.testing.assert_allclose(g, 0.5 * _hand(w, X, y), rtol=1e-12)
     with pytest.raises(TypeError):  # as Python: positional-only parameters by name
         ad.gradient(posonly, w, X=X, y=y)
+
+
+def defaults_and_rest(a, b=2.0, *c):
+    return a * b + sum(c) * a
+
+
+def test_one_gradient_entry_per_argument_passed_with_defaults_and_star_args():
+    # given fewer arguments than positional parameters, a function with *args got
+    # an entry for each parameter (b's, from its default) as well
+    assert ad.gradient(defaults_and_rest, 1.5) == (2.0,)
+    assert ad.withgradient(defaults_and_rest, 1.5) == (3.0, (2.0,))
+    assert ad.gradient(defaults_and_rest, 1.5, 3.0) == (3.0, 1.5)
+    assert ad.gradient(defaults_and_rest, 1.5, 3.0, 0.5, 0.25) == (3.75, 1.5, 1.5, 1.5)

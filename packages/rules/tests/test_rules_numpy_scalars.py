@@ -123,3 +123,27 @@ def test_generator_from_a_bit_generator_is_non_differentiable():
     bits = np.random.PCG64(1)
     y, pb = rrule(np.random.Generator, bits)
     assert isinstance(y, np.random.Generator) and pb(1.0) == (NO, NO)
+
+
+@pytest.mark.parametrize(
+    "x,dtype",
+    [
+        (np.float32(1.5), np.float64),
+        (np.float64(-0.3), np.float32),
+        (np.float64(2.0), np.complex128),
+        (np.complex128(1.0 - 2.0j), np.complex64),
+    ],
+    ids=repr,
+)
+def test_scalar_astype(x, dtype):
+    test_rrule(np.generic.astype, x, dtype, rtol=1e-3, atol=1e-3)
+    test_frule(np.generic.astype, x, dtype, rtol=1e-3, atol=1e-3)
+    y, pb = rrule(np.generic.astype, x, dtype)
+    assert type(y) is dtype
+    assert type(pb(y)[1]) is type(x)  # the cotangent projects back to the scalar's type
+
+
+def test_scalar_astype_to_an_integer_has_no_derivative():
+    y, pb = rrule(np.generic.astype, np.float64(2.7), np.int64)
+    assert y == 2 and pb(np.int64(1))[1] == NO
+    assert frule((None, 1.0, None), np.generic.astype, np.float64(2.7), np.int64)[1] == NO

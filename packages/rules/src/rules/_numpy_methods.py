@@ -124,6 +124,15 @@ _METHODS = [
 for _method, _adjoint in _METHODS:
     register_linear(_method, _adjoint, f"ndarray_{_method.__name__}")
 register_bilinear(np.ndarray.dot, _dot_grad(0), _dot_grad(1), "ndarray_dot")
+
+
+def _scalar_astype(ẋ: Any, dtype: Any, *rest: Any, **kw: Any) -> Any:
+    """``s.astype(dtype)`` on a numpy scalar's tangent, which may be a Python number."""
+    return np.asarray(ẋ).astype(dtype, *rest, **kw)[()]
+
+
+# a numpy scalar's cast (``np.sum(a).astype(np.float64)``): the array method's rule
+register_linear(np.generic.astype, _astype_adjoint, "generic_astype", pushforward=_scalar_astype)
 register_linear(np.ndarray.view, _identity_adjoint, "ndarray_view", check=_check_view)
 
 

@@ -288,6 +288,8 @@ def user_results(cts: Any, args: tuple, seed: Any = None) -> tuple:
             continue
         if g is not None and _is_real(x) and _is_complex(g):
             g = ProjectTo(x)(g)
+        if x.__class__ is _ndarray and g is not None and g.__class__ is not _ndarray:
+            g = ProjectTo(x)(g)  # a 0-d array's: numpy's arithmetic on it gives scalars
         out[i] = _claim(_keys_in_order(g, x), taken, True)
     return tuple(out)
 

@@ -99,7 +99,12 @@ def _map_pullback(back: Callable, entry: Any, n_args: int, kwargs: dict | None) 
     spec = entry.spec
     pos = spec.positional
     n_bound = min(n_args, len(pos))
-    if kwargs is None and spec.vararg and tuple(spec.all_names) == (*pos, spec.vararg):
+    if (
+        kwargs is None
+        and spec.vararg
+        and tuple(spec.all_names) == (*pos, spec.vararg)
+        and n_args >= len(pos)  # fewer: defaults fill the rest (mapped below)
+    ):
         return _varargs_pullback(back, len(pos), n_args)
 
     def mapped_pullback(ȳ: Any, _once: Any = new_token()) -> tuple:  # noqa: B008

@@ -1,7 +1,7 @@
 """Unpack a captured tuple at the transform: ``f(w, *data)`` as ``f(w, data[0], data[1])``.
 
 ``lambda *p: loss(*p, *data)`` and ``lambda w: loss(w, *data)`` pass data the
-function captured (or reads as a global) to another function. Left a ``*`` call,
+function captured to another function. Left a ``*`` call,
 the callee is called through the generic star path: it cannot be inlined, and
 the arguments it is given are known only when it runs. When the name holds a
 tuple as the transform is built, ``unpack_captured`` writes the call with that many
@@ -10,12 +10,15 @@ inactive-argument mask, fusion across the call).
 
 The transform is used only while the name still holds a tuple of that length
 (a ``Length`` guard, checked with the helpers' guards, see ``inlining``); any
-other value gets the general transform, which keeps the ``*``.
+other value gets the general transform, which keeps the ``*``. A global tuple
+keeps its ``*``: a function the caller calls may rebind it and put it back.
 
 >>> import ast
->>> data = (1.0, 2.0)
->>> def f(w):
-...     return g(w, *data)
+>>> def make(data):
+...     def f(w):
+...         return g(w, *data)
+...     return f
+>>> f = make((1.0, 2.0))
 >>> tree = ast.parse("def f(w):\\n    return g(w, *data)").body[0]
 >>> new, guards = unpack_captured(tree, f)
 >>> ast.unparse(new.body[0])
@@ -38,22 +41,23 @@ MAX_ENTRIES = 16
 
 
 class Length(NamedTuple):
-    """A guard's key: the length of the tuple a captured or global name holds."""
+    """A guard's key: the length of the tuple a captured variable holds."""
 
     name: str
 
 
 def length(name: str, f: types.FunctionType) -> int | None:
-    """The length of the tuple ``name`` holds in ``f`` (a captured variable or a
-    global), or None when it holds something else or nothing."""
+    """The length of the tuple the variable ``name`` that ``f`` captures holds, or
+    None when it holds something else or nothing. A global's is not read: any
+    function ``f`` calls may rebind a global for the time of a call and put it back,
+    which no guard before and after the call sees."""
     code = f.__code__
-    if name in code.co_freevars:
-        try:
-            value = f.__closure__[code.co_freevars.index(name)].cell_contents  # type: ignore[index]
-        except ValueError:  # an empty cell
-            return None
-    else:
-        value = f.__globals__.get(name)
+    if name not in code.co_freevars:
+        return None
+    try:
+        value = f.__closure__[code.co_freevars.index(name)].cell_contents  # type: ignore[index]
+    except ValueError:  # an empty cell
+        return None
     return len(value) if type(value) is tuple else None
 
 
@@ -61,8 +65,7 @@ def unpack_captured(
     tree: ast.FunctionDef, f: types.FunctionType, lengths: tuple = ()
 ) -> tuple[ast.FunctionDef, tuple]:
     """``tree`` (``f``'s definition) with each ``*name`` call argument whose name
-    ``f`` captures or reads as a global, holding a tuple now, written as
-    subscripts; and the guards ``((Length(name), n), ...)`` it holds under.
+    ``f`` captures, holding a tuple now, written as subscripts; and the guards ``((Length(name), n), ...)`` it holds under.
 
     ``lengths``: ``((parameter, n), ...)`` (``starred_parameters``' indices): the
     parameters unpacked by ``*`` hold tuples of these lengths at the call this

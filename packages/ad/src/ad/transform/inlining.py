@@ -46,7 +46,7 @@ import builtins
 import copy
 import types
 import weakref
-from typing import Any
+from typing import Any, NamedTuple
 
 from ad.transform.activity import param_names, read_and_stored
 from ad.transform.anf import normalize
@@ -174,6 +174,14 @@ def guards_hold(guards: tuple, f: types.FunctionType) -> bool:
     return True
 
 
+class Body(NamedTuple):
+    """A guard's key: what an inlined helper's body was built from, ``__code__`` or
+    ``__defaults__`` (both replaced in place by ``%autoreload``, or by hand)."""
+
+    fn: types.FunctionType
+    attr: str
+
+
 def _guarded(key: Any, f: types.FunctionType) -> Any:
     """What a guard's key names now in ``f``: a global (``"name"``), an attribute of
     a module ``f`` names (``("module", "attr")``: a helper called as
@@ -185,6 +193,8 @@ def _guarded(key: Any, f: types.FunctionType) -> Any:
         return f.__globals__.get(key)
     if type(key) is Length:
         return length(key.name, f)
+    if type(key) is Body:
+        return getattr(key.fn, key.attr)
     owner, name = key
     if type(owner) is types.FunctionType:
         return owner.__globals__.get(name)
@@ -197,6 +207,8 @@ def _shown(key: Any) -> str:
         return key
     if type(key) is Length:
         return key.name
+    if type(key) is Body:
+        return f"{key.fn.__qualname__}.{key.attr}"
     owner, name = key
     return name if type(owner) is types.FunctionType else f"{owner}.{name}"
 
@@ -216,11 +228,12 @@ def check_guards_after(guards: tuple, f: types.FunctionType) -> None:
             from ad.errors import MutationError
 
             name = _shown(key)
-            what = (
-                f"the {value} entries of the tuple it held had been unpacked into calls"
-                if type(key) is Length
-                else f"{name} had been inlined into it as the function it was before"
-            )
+            if type(key) is Length:
+                what = f"the {value} entries of the tuple it held had been unpacked into calls"
+            elif type(key) is Body:
+                what = f"{key.fn.__qualname__} had been inlined into it as it was before"
+            else:
+                what = f"{name} had been inlined into it as the function it was before"
             raise MutationError(
                 f"{f.__qualname__} ({f.__code__.co_filename}:{f.__code__.co_firstlineno}): "
                 f"the name {name!r} was rebound while it was being differentiated, and "
@@ -257,7 +270,10 @@ class _Inliner:
     ) -> None:
         self.f = f
         self.globals = f.__globals__
-        self.attributes = attributes
+        # ``module.helper`` of a module whose attributes the caller sets itself
+        # (``mylib.sq = cube``; ``setattr``) stays a call: Python reads it anew
+        written = _attribute_writes(anf)
+        self.attributes = {t: key for t, key in attributes.items() if key[0] not in written}
         self.filename = f.__code__.co_filename
         read, stored = read_and_stored(anf)
         #: names the caller binds or captures: a helper's global of the same name
@@ -311,6 +327,10 @@ class _Inliner:
         helper = helper_anf(fn)
         if helper is None or self.budget < _size(helper):
             return None
+        if fn.__code__.co_filename != self.filename and any(
+            isinstance(n, (ast.Raise, ast.Assert)) for n in ast.walk(helper)
+        ):
+            return None  # inlined, its errors would name the caller's line, not its own
         bound = _bind(helper, fn, value)
         if bound is None:
             return None
@@ -363,6 +383,8 @@ class _Inliner:
         # Nested helpers: the inlined body is the caller's code now.
         self.budget -= _size(helper)
         self.guards[key] = fn
+        self.guards[Body(fn, "__code__")] = fn.__code__
+        self.guards[Body(fn, "__defaults__")] = fn.__defaults__
         self.guards.update(shared)
         body = self.block(body, (*stack, fn.__code__))
         # As the helper's frame would end: its locals let go of what they hold.
@@ -404,6 +426,18 @@ class _Inliner:
             else:
                 return None
         return guards
+
+
+def _attribute_writes(anf: ast.FunctionDef) -> set[str]:
+    """The names whose attributes ``anf`` sets (``_ad_setattr(name, ...)``, a call of
+    ``setattr(name, ...)``)."""
+    out = set()
+    for node in ast.walk(anf):
+        if type(node) is ast.Call and type(node.func) is ast.Name and node.args:
+            first = node.args[0]
+            if node.func.id in ("_ad_setattr", "setattr") and type(first) is ast.Name:
+                out.add(first.id)
+    return out
 
 
 def helper_anf(fn: types.FunctionType) -> ast.FunctionDef | None:
