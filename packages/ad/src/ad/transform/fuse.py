@@ -10,7 +10,9 @@ whose temporaries are read by nothing but each other, and whose *root*, a
 whole-array ``np.sum`` or ``np.mean`` (or ``.sum()``/``.mean()``), is its one result. Members are the
 operators ``+ - * /`` and unary ``-``, ``a ** n`` (a constant integer ``n >= 2``;
 ``np.square(a)`` is ``a ** 2``),
-the ufuncs of ``UFUNCS`` on one array, and basic slices ``x[i:j]``. A
+the ufuncs of ``UFUNCS`` on one array, basic slices ``x[i:j]``, and ``s op= x`` of a
+member ``s`` (``s = a * b; s += c``: each binding of a variable the block binds
+several times is a member of its own, see ``find_regions``). A
 linear combination of such sums (or of such means) is one region too, its root the
 combination: ``np.sum(a) + np.sum(b)``, ``100.0 * np.sum(a)``, ``s = s + np.sum(a)
 + np.sum(b)`` (``_combined``; ``s`` must be a number).
@@ -39,7 +41,16 @@ import ast
 from collections import Counter
 from dataclasses import dataclass, field
 
-__all__ = ["BINARY", "REDUCTIONS", "UFUNCS", "Op", "Region", "find_regions", "module_attribute"]
+__all__ = [
+    "BINARY",
+    "REDUCTIONS",
+    "UFUNCS",
+    "Op",
+    "Region",
+    "find_regions",
+    "module_attribute",
+    "real_name",
+]
 
 #: The numpy functions a region may call, by attribute name.
 UFUNCS = ("sin", "cos", "exp", "log", "tanh", "sqrt")
@@ -61,6 +72,7 @@ class Op:
     line: int = 0
     attr: str = ""  # the numpy function ``func`` names when not ``np.<kind>`` (np.square)
     combines: bool = False  # an operation on reductions (see ``_combined``), not arrays
+    inplace: bool = False  # ``s op= x`` of a member ``s`` (see ``find_regions``)
 
 
 @dataclass
@@ -70,6 +82,15 @@ class Region:
     # members and the root is the last of those
     ops: list[Op]
     fallback: list[tuple[list, list]] = field(default_factory=list)  # per op: its code
+    #: the names of a rebound variable's bindings (``s_ad_v1``...): the fused form's
+    #: own, no name of the members' code (see ``find_regions``)
+    versions: frozenset[str] = frozenset()
+
+    @property
+    def inplace(self) -> bool:
+        """Whether a member is ``s op= x``: the region then computes at its operands'
+        own shape alone, where numpy's in-place result has the shape of ``s``."""
+        return any(op.inplace for op in self.ops)
 
     @property
     def root(self) -> Op:
@@ -85,17 +106,20 @@ class Region:
         return [op for op in self.ops if op.combines or op.kind in REDUCTIONS]
 
 
-def _atom(a: ast.expr, consts: dict[str, float]) -> str | float | None:
+def _atom(a: ast.expr, consts: dict[str, float], names: dict[str, str]) -> str | float | None:
     if type(a) is ast.Name:
-        return consts.get(a.id, a.id)
+        n = names.get(a.id, a.id)
+        return consts.get(n, n)
     if type(a) is ast.Constant and type(a.value) in (int, float):
         return a.value
     return None
 
 
-def _as_op(i: int, t: str, v: ast.Call, attrs: dict, consts: dict, slices: set) -> Op | None:
+def _as_op(
+    i: int, t: str, v: ast.Call, attrs: dict, consts: dict, slices: set, names: dict
+) -> Op | None:
     fn = v.func.id  # type: ignore[attr-defined]
-    args = [_atom(a, consts) for a in v.args]
+    args = [_atom(a, consts, names) for a in v.args]
     if any(a is None for a in args) or not any(type(a) is str for a in args):
         return None
     line = getattr(v, "lineno", 0)
@@ -132,11 +156,26 @@ def module_attribute(v: ast.expr) -> str | None:
 
 
 def find_regions(
-    stmts: list[ast.stmt], temporaries: frozenset[str], active: set[str], loads: Counter
+    stmts: list[ast.stmt],
+    temporaries: frozenset[str],
+    active: set[str],
+    loads: Counter,
+    rebound: dict[str, int] | None = None,
 ) -> list[Region]:
     """The regions among ``stmts``, a block outside loops. ``temporaries``: the ANF
     temporaries bound once and captured by no nested function (the only members);
-    ``loads``: how often each name is read in the whole function."""
+    ``loads``: how often each name is read in the whole function.
+
+    ``rebound``: the user's variables bound by that many plain assignments
+    (``reverse_regions.rebound_locals``). When all of them are statements of this
+    block, each binding is a name of its own here (``s_ad_v0``, ``s_ad_v1``), and
+    ``s op= x`` (``s = _ad_iop_op(s, x)``) of a binding that is a member is one too:
+    numpy's in-place result is the out-of-place one when ``s`` is the region's own
+    array of the region's shape (the test then requires every array operand to have
+    it), and differentiated code updates arrays out of place anyway."""
+    names, loads = _versions(stmts, rebound or {}, loads)
+    versions = frozenset(v for m in names for v in m.values())
+    temporaries = temporaries | versions
     attrs: dict[str, str] = {}  # temporaries bound to ``<module>.<attr>``
     consts: dict[str, float] = {}  # temporaries bound to ``-<number>``
     slices: set[str] = set()
@@ -153,13 +192,15 @@ def find_regions(
             barrier = i
             stored.append(None)
             continue
-        t = target.id
+        reads = names[i]
+        t = reads.get("", target.id)  # a rebound variable's binding: its own name,
+        version = t != target.id  # which only an elementwise member may have
         stored.append(t)
         v = s.value  # type: ignore[attr-defined]
         kind = type(v)
         attr = module_attribute(v)
         if attr is not None:
-            if t in temporaries:
+            if t in temporaries and not version:
                 attrs[t] = attr
                 if attr in REDUCTIONS:  # perhaps ``x.sum`` of a member x, called next
                     methods[t] = Op(i, t, "method", [v.args[0].id])
@@ -171,12 +212,12 @@ def find_regions(
             continue
         fn = v.func.id
         via = methods.get(fn)
-        if via is not None and not v.args:  # ``x.sum()``: the root, through ``via``
+        if via is not None and not v.args and not version:  # ``x.sum()``: the root
             root = Op(i, t, attrs[fn], via.args, line=getattr(v, "lineno", 0))
             roots.append((root, barrier, via))
             sums.add(t)
             continue
-        if t in temporaries:
+        if t in temporaries and not version:
             if fn == "slice":
                 slices.add(t)
                 continue
@@ -185,7 +226,18 @@ def find_regions(
                 if type(a) is ast.Constant and type(a.value) in (int, float):
                     consts[t] = -a.value
                     continue
-        op = _as_op(i, t, v, attrs, consts, slices)
+        op = _as_op(i, t, v, attrs, consts, slices, reads)
+        if op is None and fn.startswith("_ad_iop_") and fn[8:] in BINARY and len(v.args) == 2:
+            first = _atom(v.args[0], consts, reads)
+            if first in members and t in versions:  # s op= x of a member s
+                kind = fn[8:]
+                other = _atom(v.args[1], consts, reads)
+                if other is not None:
+                    op = Op(i, t, kind, [first, other], line=getattr(v, "lineno", 0), inplace=True)
+        if version and (op is None or op.kind in REDUCTIONS or _combines(op, sums)):
+            if not fn.startswith("_ad_op_"):
+                barrier = i  # as below
+            continue
         if op is not None and _combines(op, sums):
             combos.append((op, barrier))
             sums.add(t)
@@ -199,38 +251,99 @@ def find_regions(
         elif op.kind in REDUCTIONS:
             roots.append((op, barrier, None))
             sums.add(t)
-        elif t in temporaries and t in active:
+        elif t in temporaries and (t in active or (t in versions and real_name(t) in active)):
             members[t] = op
     regions = []
     taken: set[int] = set()  # reductions in regions that combine them
     for top, lo in reversed(combos):
-        region = _combined(top, lo, combos, roots, members, temporaries, loads, stored, taken)
-        if region is not None:
+        region = _combined(
+            top, lo, combos, roots, members, temporaries, loads, stored, taken, versions
+        )
+        if region is not None and _closed(region.ops, versions):
             regions.append(region)
             for op in region.ops:
                 members.pop(op.target, None)
     for root, lo, via in roots:
         if root.index in taken:
             continue
-        ops = _grow([root], lo, members, loads)
+        ops = _grow([root], lo, members, loads, versions)
         # one operation saves a few microseconds a call, less than the millisecond or
         # so its fused form costs the transform
         if len(ops) < 2:
             continue
         if via is not None:  # the method's lookup runs at the root too (or not at all)
             ops = sorted([*ops, via], key=lambda op: op.index)
-        if _movable(ops, root, stored):
+        if _movable(ops, root, stored) and _closed([*ops, root], versions):
             for op in ops:
                 op.line = getattr(stmts[op.index], "lineno", 0)
                 members.pop(op.target, None)
-            regions.append(Region([*ops, root]))
+            regions.append(Region([*ops, root], versions=versions))
     return regions
 
 
-def _grow(roots: list[Op], lo: int, members: dict[str, Op], loads: Counter) -> list[Op]:
+_VERSION = "_ad_v"
+
+
+def _closed(ops: list[Op], versions: frozenset[str]) -> bool:
+    """Whether every binding of a rebound variable that ``ops`` read is one of them:
+    such a binding's name exists in the fused form alone."""
+    targets = {op.target for op in ops}
+    return all(a in targets for op in ops for a in op.args if a in versions)
+
+
+def real_name(version: str) -> str:
+    """The variable a binding's own name (``s_ad_v1``) is of (``s``)."""
+    return version.rsplit(_VERSION, 1)[0]
+
+
+def _versions(
+    stmts: list[ast.stmt], rebound: dict[str, int], loads: Counter
+) -> tuple[list[dict[str, str]], Counter]:
+    """Per statement of ``stmts``, the names its reads of rebound variables take (the
+    binding each reads: ``{"s": "s_ad_v0"}``) and, under ``""``, the name its own
+    binding takes; and ``loads`` with those names' reads counted (the last
+    binding's, also those after this block). A variable gets names only when every
+    binding of it is an assignment among ``stmts`` itself."""
+    here: Counter = Counter()
+    for s in stmts:
+        if type(s) is ast.Assign and len(s.targets) == 1 and type(s.targets[0]) is ast.Name:
+            here[s.targets[0].id] += 1
+    named = {n for n, c in rebound.items() if here[n] == c}
+    out: list[dict[str, str]] = [{} for _ in stmts]
+    if not named:
+        return out, loads
+    loads = Counter(loads)
+    count: Counter = Counter()  # bindings so far
+    read_here: Counter = Counter()
+    for i, s in enumerate(stmts):
+        m = out[i]
+        for node in ast.walk(s):
+            if type(node) is ast.Name and type(node.ctx) is ast.Load and node.id in named:
+                n = node.id
+                read_here[n] += 1
+                if count[n]:  # else a value from before the block: the variable's own
+                    m[n] = f"{n}{_VERSION}{count[n] - 1}"
+                    loads[m[n]] += 1
+        if type(s) is ast.Assign and type(s.targets[0]) is ast.Name and s.targets[0].id in named:
+            n = s.targets[0].id
+            m[""] = f"{n}{_VERSION}{count[n]}"
+            count[n] += 1
+    for n in named:  # the last binding's reads after this block
+        loads[f"{n}{_VERSION}{count[n] - 1}"] += loads[n] - read_here[n]
+    return out, loads
+
+
+def _grow(
+    roots: list[Op],
+    lo: int,
+    members: dict[str, Op],
+    loads: Counter,
+    versions: frozenset[str] = frozenset(),
+) -> list[Op]:
     """The members of the region of ``roots`` (reductions), in block order: those
     they reach through members after the barrier ``lo``, less those read anywhere
-    else. Empty when a root's operand is no member."""
+    else, and those reading a binding of a rebound variable (``versions``) that is
+    no member. Empty when a root's operand is no member."""
     found: dict[str, Op] = {}
     last = roots[-1].index
     stack = [a for root in roots for a in root.args if type(a) is str]
@@ -244,6 +357,14 @@ def _grow(roots: list[Op], lo: int, members: dict[str, Op], loads: Counter) -> l
     while True:
         inside = Counter(a for op in [*found.values(), *roots] for a in op.args if type(a) is str)
         outside = {n for n in found if inside[n] != loads[n]}
+        # s op= x needs s's own array: s a member too; and a rebound variable's
+        # binding has its own name in the fused form alone: never an operand
+        outside |= {
+            n
+            for n, op in found.items()
+            if (op.inplace and op.args[0] not in found)
+            or any(a in versions and a not in found for a in op.args)
+        }
         # A view's array is sliced in the region's test, before any member is
         # computed (see ``fuse_emit._primal``): it must be an input, not a member.
         outside |= {n for n, op in found.items() if op.kind == "getitem" and op.args[0] in found}
@@ -252,6 +373,8 @@ def _grow(roots: list[Op], lo: int, members: dict[str, Op], loads: Counter) -> l
         for n in outside:
             del found[n]
     if any(root.args[0] not in found or found[root.args[0]].index > root.index for root in roots):
+        return []
+    if any(a in versions and a not in found for r in roots for a in r.args):
         return []
     return sorted(found.values(), key=lambda op: op.index)
 
@@ -286,6 +409,7 @@ def _combined(
     loads: Counter,
     stored: list[str | None],
     taken: set[int],
+    versions: frozenset[str] = frozenset(),
 ) -> Region | None:
     """The region whose root is ``top``, a linear combination of reductions (``np.sum(a)
     + np.sum(b)``, ``100.0 * np.sum(a)``): the reductions and the combinations it
@@ -323,7 +447,7 @@ def _combined(
     if any(op.index <= lo for op in ops) or len({r.kind for r in found}) != 1:
         return None
     found.sort(key=lambda op: op.index)
-    grown = _grow(found, lo, members, loads)
+    grown = _grow(found, lo, members, loads, versions)
     if not grown or len(grown) + len(ops) < 3:
         return None
     if len(found) > 1:
@@ -337,7 +461,7 @@ def _combined(
         taken.add(op.index)
     for op in combining:
         op.combines = True
-    return Region(ops)
+    return Region(ops, versions=versions)
 
 
 def _operands(name: str, members: list[Op]) -> set[str]:

@@ -104,6 +104,10 @@ def _primal(em: Emitter, kept: set[str]) -> tuple[list, list, str]:
         for a in em.operands
     ]
     tests.append(f"(_ad_zS{key} := _ad_fused_shape({em.full}, {', '.join(operands)})) is not None")
+    if region.inplace:  # s op= x: no operand broadcast to a larger shape (numpy's error)
+        for a in em.operands:
+            z = em.z(a) if a in em.view else a
+            tests.append(f"(_ad_type({z}) is not _ad_ndarray or {z}.shape == _ad_zS{key}[0])")
     for a in em.leaves:  # a number (an array would make the root one)
         tests.append(
             f"(_ad_type({a}) is _ad_float or _ad_type({a}) is _ad_int or _ad_type({a}) is _ad_np.float64"

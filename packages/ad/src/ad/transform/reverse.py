@@ -91,6 +91,7 @@ class _Gen(Tape, Calls, ControlFlow, Closures, Regions, Tracked):
     local: Callable[[], frozenset[str]] = frozenset  # names the function binds (lazily)
     releasable: frozenset[str] = frozenset()  # temporaries the primal may drop when dead
     fusible: frozenset[str] | None = None  # what a fused region may compute unbound (lazily)
+    rebound: dict[str, int] = field(default_factory=dict)  # ``reverse_regions.rebound_locals``
     pure: bool = False  # the differentiable form (see ``generate``)
     callees: frozenset[str] = frozenset()  # names of plain Python functions (inactive_mask)
     counter: int = 0

@@ -19,7 +19,7 @@ from ad.transform._nodes import const as _const
 from ad.transform._nodes import load as _ln
 from ad.transform._nodes import store as _sn
 from ad.transform.activity import all_nodes, loaded_names, value_reads
-from ad.transform.fuse import REDUCTIONS, Region, find_regions, module_attribute
+from ad.transform.fuse import REDUCTIONS, Region, find_regions, module_attribute, real_name
 from ad.transform.fuse_emit import emit
 from ad.transform.reverse_tape import d
 from ad.transform.reverse_tape import if_once as _if_once
@@ -102,7 +102,39 @@ def single_temporaries(
     region, which computes a
     variable read only inside it without binding it (``r = out - y; sq = r ** 2;
     np.mean(sq)`` fuses as ``np.mean((out - y) ** 2)`` does)."""
-    counts: dict[str, int] = {}
+    found = _bindings(body, params, loads)
+    if found is None:
+        return single_temporaries(body) if params is not None else frozenset()
+    plain, other, captured = found
+    return frozenset(n for n, c in plain.items() if c == 1 and n not in other | captured)
+
+
+def rebound_locals(body: list[ast.stmt], params: frozenset[str], loads: Counter) -> dict[str, int]:
+    """The user's local variables bound by two or more plain assignments and in no
+    other way, under ``single_temporaries``' conditions otherwise (``s = a * b; s +=
+    c`` binds ``s`` twice): a fused region may take each binding as a member of its
+    own (see ``fuse.find_regions``)."""
+    found = _bindings(body, params, loads)
+    if found is None:
+        return {}
+    plain, other, captured = found
+    return {
+        n: c
+        for n, c in plain.items()
+        if c >= 2 and not n.startswith("_ad_") and n not in other | captured
+    }
+
+
+def _bindings(
+    body: list[ast.stmt], params: frozenset[str] | None, loads: Counter | None
+) -> tuple[dict[str, int], set[str], set[str]] | None:
+    """For ``body``'s temporaries (and its user locals, given ``params``): how many
+    plain assignments bind each, those bound another way too (unpacking, a loop),
+    and the names nested functions capture or the function declares global (the
+    parameters among them); None where it cannot tell (a ``try``, or a read of a
+    name that sees locals)."""
+    plain: dict[str, int] = {}
+    other: set[str] = set()
     captured: set[str] = set()
     users = params is not None
     stack = list(body)
@@ -117,25 +149,26 @@ def single_temporaries(
                     if type(n) is _Name and (
                         n.id.startswith("_ad_t") or (users and not n.id.startswith("_ad_"))
                     ):
-                        counts[n.id] = counts.get(n.id, 0) + (1 if type(t) is _Name else 2)
+                        if type(t) is _Name:
+                            plain[n.id] = plain.get(n.id, 0) + 1
+                        else:
+                            other.add(n.id)
             if type(s.value) is ast.Lambda:
                 captured |= loaded_names(s.value)
         elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
             captured |= loaded_names(s)
         elif kind is ast.For or kind is ast.While or kind is ast.If:
             if kind is ast.For:
-                for n in ast.walk(s.target):
-                    if type(n) is _Name:
-                        counts[n.id] = counts.get(n.id, 0) + 2
+                other.update(n.id for n in ast.walk(s.target) if type(n) is _Name)
             stack.extend(s.body)
             stack.extend(s.orelse)
         elif kind is ast.Try or kind is ast.With:
-            return frozenset()  # not produced by anf; be conservative
+            return None  # not produced by anf; be conservative
     if users:
         if loads is None or not _INTROSPECTION.isdisjoint(loads):
-            return single_temporaries(body)
-        captured |= params
-    return frozenset(n for n, c in counts.items() if c == 1 and n not in captured)
+            return None
+        captured |= params  # type: ignore[operator]
+    return plain, other, captured
 
 
 class Regions:
@@ -184,7 +217,8 @@ class Regions:
         self.read_counts()
         if self.fusible is None:
             self.fusible = single_temporaries(self.body, self.params, self.loads)
-        found = find_regions(stmts, self.fusible, self.active, self.loads)
+            self.rebound = rebound_locals(self.body, self.params, self.loads)
+        found = find_regions(stmts, self.fusible, self.active, self.loads, self.rebound)
         return {op.index: r for r in found for op in r.ops}
 
     def read_counts(self) -> Counter:
@@ -213,7 +247,10 @@ class Regions:
         line = root.line
         self.n_fused += 1
         flag = f"_ad_fz{self.n_fused}"
-        fz = emit(region, self.active, self.n_fused, f"{self.filename}:{line}")
+        active = self.active
+        if region.versions:  # a rebound variable's bindings, active as it is
+            active = active | {v for v in region.versions if real_name(v) in active}
+        fz = emit(region, active, self.n_fused, f"{self.filename}:{line}")
         for name in fz.reads:
             _ln(name, line)  # the factory binds the helpers the tree reads (see loaded_ids)
         members = {op.target for op in region.ops[:-1]}
@@ -221,7 +258,8 @@ class Regions:
         fallback_f: list[ast.stmt] = [_assign(flag, _const(False, line), line)]
         fallback_b: list[ast.stmt] = []
         for k, (f, b) in enumerate(region.fallback):
-            dying = sorted(a for a, j in last.items() if j == k)
+            # a rebound variable's bindings are named in the fused form alone
+            dying = sorted(a for a, j in last.items() if j == k and a not in region.versions)
             if dying:
                 at_line = region.ops[k].line
                 _reuse_dying_operand(f, set(dying), at_line)
