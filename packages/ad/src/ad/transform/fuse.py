@@ -229,7 +229,9 @@ def find_regions(
         op = _as_op(i, t, v, attrs, consts, slices, reads)
         if op is None and fn.startswith("_ad_iop_") and fn[8:] in BINARY and len(v.args) == 2:
             first = _atom(v.args[0], consts, reads)
-            if first in members and t in versions:  # s op= x of a member s
+            # s op= x of a member s that is an array of its own (a view's write
+            # reaches its base: ownership's to refuse, on the per-operation path)
+            if first in members and t in versions and members[first].kind != "getitem":
                 kind = fn[8:]
                 other = _atom(v.args[1], consts, reads)
                 if other is not None:

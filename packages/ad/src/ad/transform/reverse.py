@@ -91,7 +91,9 @@ class _Gen(Tape, Calls, ControlFlow, Closures, Regions, Tracked):
     local: Callable[[], frozenset[str]] = frozenset  # names the function binds (lazily)
     releasable: frozenset[str] = frozenset()  # temporaries the primal may drop when dead
     fusible: frozenset[str] | None = None  # what a fused region may compute unbound (lazily)
-    rebound: dict[str, int] = field(default_factory=dict)  # ``reverse_regions.rebound_locals``
+    # ``reverse_regions.rebound_locals``: computed with ``fusible`` (not ``rebound``,
+    # the closures' names bound more than once)
+    rebound_locals: dict[str, int] = field(default_factory=dict)
     pure: bool = False  # the differentiable form (see ``generate``)
     callees: frozenset[str] = frozenset()  # names of plain Python functions (inactive_mask)
     counter: int = 0

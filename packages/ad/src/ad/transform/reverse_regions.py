@@ -217,8 +217,8 @@ class Regions:
         self.read_counts()
         if self.fusible is None:
             self.fusible = single_temporaries(self.body, self.params, self.loads)
-            self.rebound = rebound_locals(self.body, self.params, self.loads)
-        found = find_regions(stmts, self.fusible, self.active, self.loads, self.rebound)
+            self.rebound_locals = rebound_locals(self.body, self.params, self.loads)
+        found = find_regions(stmts, self.fusible, self.active, self.loads, self.rebound_locals)
         return {op.index: r for r in found for op in r.ops}
 
     def read_counts(self) -> Counter:
