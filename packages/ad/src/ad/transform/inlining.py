@@ -162,6 +162,9 @@ def guards_hold(guards: tuple, f: types.FunctionType) -> bool:
         if kind is str:
             if get(name) is not fn:
                 return False
+        elif kind is Body:  # the helper's __code__ or __defaults__
+            if getattr(name[0], name[1]) is not fn:
+                return False
         elif kind is tuple:
             owner, attr = name
             if type(owner) is str:
@@ -223,6 +226,8 @@ def check_guards_after(guards: tuple, f: types.FunctionType) -> None:
     """After a run of ``f``'s transform with helpers inlined (or captured tuples
     unpacked): refuse the result if one of their names was rebound meanwhile (the
     run used what it held before)."""
+    if guards_hold(guards, f):  # the usual case, every call
+        return
     for key, value in guards:
         if not _holds(key, value, f):
             from ad.errors import MutationError

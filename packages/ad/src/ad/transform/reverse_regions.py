@@ -118,10 +118,20 @@ def rebound_locals(body: list[ast.stmt], params: frozenset[str], loads: Counter)
     if found is None:
         return {}
     plain, other, captured = found
+    # a local an inlined helper lets go of (``out_ad1 = None``, see ``inlining``)
+    # keeps its one computed binding as before: a region reaching back to it also
+    # takes in the bias added there, slower than its own path on small arrays
+    released = {
+        t.id
+        for s in ast.walk(ast.Module(body, []))
+        if type(s) is ast.Assign and type(s.value) is ast.Constant and s.value.value is None
+        for t in s.targets
+        if type(t) is _Name
+    }
     return {
         n: c
         for n, c in plain.items()
-        if c >= 2 and not n.startswith("_ad_") and n not in other | captured
+        if c >= 2 and not n.startswith("_ad_") and n not in other | captured | released
     }
 
 
