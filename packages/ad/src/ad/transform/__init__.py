@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ad.transform.build import PURE_PREFIX, Transformed
 from ad.transform.cache import forward_transformed, pure_transformed, star_lengths, transformed
-from ad.transform.inlining import check_guards_after
+from ad.transform.inline_guards import check_guards_after
 from ad.transform.listing import adjoint_source
 from ad.transform.pipeline import Front, front
 

@@ -24,7 +24,8 @@ from typing import Any
 from ad.transform.bindings import library_entry
 from ad.transform.build import Transformed, build_pure, build_reverse
 from ad.transform.captured_stars import MAX_ENTRIES
-from ad.transform.inlining import guards_hold, has_rules
+from ad.transform.inline_guards import guards_hold
+from ad.transform.inlining import has_rules
 from ad.transform.source_registry import mark_derived
 from rulescore import frule, rrule
 

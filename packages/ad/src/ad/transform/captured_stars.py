@@ -9,7 +9,7 @@ subscripts instead, so every later pass sees an ordinary call (inlining, the
 inactive-argument mask, fusion across the call).
 
 The transform is used only while the name still holds a tuple of that length
-(a ``Length`` guard, checked with the helpers' guards, see ``inlining``); any
+(a ``Length`` guard, checked with the helpers' guards, see ``inline_guards``); any
 other value gets the general transform, which keeps the ``*``. A global tuple
 keeps its ``*``: a function the caller calls may rebind it and put it back.
 
