@@ -156,9 +156,10 @@ class Calls:
         ):
             # Scalar arithmetic: a specialised call with an inline fast path.
             rcall = at(_Call(_ln("_ad_fast_" + func.id[7:], line), value.args, []), line)
-        elif self.tail_call(target):
-            # ``return g(...)``: the value only passes through; a caller that needs
-            # none (``ad.gradient``) asks ``g`` for none either (``_ad_nv``).
+        elif self.tail_call(target) and type(func) is _Name and func.id in self.callees:
+            # ``return g(...)`` of a Python function: the value only passes through; a
+            # caller that needs none (``ad.gradient``) asks ``g`` for none either
+            # (``_ad_nv``). A builtin's call (``math.sin``) stays ``_ad_rcall``.
             self.elides = True
             mask = self.inactive_mask(func, value.args)
             rcall = at(
