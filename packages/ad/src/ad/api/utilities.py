@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ad.api import gradient as _api
+from ad.api.user_results import to_user
 from ad.errors import NoRuleError
 from ad.runtime.config import ADConfig
 from ad.runtime.nested_kernels import reverse_over_forward
@@ -84,7 +85,7 @@ def _(config: Any, fn: Any, x: Any) -> Any:
         ȳ = unthunk(ȳ)
         if isinstance(ȳ, AbstractZero):
             return (_NO, _NO, ȳ)
-        out = fn(_api.to_user(ȳ))
+        out = fn(to_user(ȳ))
         return (_NO, _NO, _Z if out is None else out)
 
     return x, hook_pullback
@@ -114,7 +115,7 @@ def _(config: Any, x: Any) -> Any:
     label = _label(x)
 
     def showgrad_pullback(ȳ: Any) -> tuple:
-        print(f"∂({label}) = {_api.to_user(ȳ)!r}")
+        print(f"∂({label}) = {to_user(ȳ)!r}")
         return (_NO, ȳ)
 
     return x, showgrad_pullback

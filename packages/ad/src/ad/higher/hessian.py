@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from ad.api.gradient import _seed, bind_keywords, gradient, to_user
+from ad.api.gradient import _seed, bind_keywords, gradient
 from ad.api.jacobian import jacobian
 from ad.api.jvp import _tangent_in, jvp
+from ad.api.user_results import to_user
 from ad.errors import NonScalarOutputError
 from ad.higher.cotangent_parts import _is_zero, _tangents_ct
 from ad.higher.reverse_over_reverse import gradient_pure

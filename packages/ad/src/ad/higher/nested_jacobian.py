@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ad.api.gradient import bind_keywords, to_user
+from ad.api.gradient import bind_keywords
 from ad.api.jacobian import WithJacobian, jacobian, withjacobian
 from ad.api.jvp import jvp
+from ad.api.user_results import to_user
 from ad.higher.cotangent_parts import _is_zero
 from ad.higher.hessian import diaghessian, hvp
 from ad.runtime import forward as _forward

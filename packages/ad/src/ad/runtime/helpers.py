@@ -51,7 +51,7 @@ from ad.runtime.rules_objects import (
     setdict,
     super_init,
 )
-from ad.runtime.scalar_paths import FLAGS
+from ad.runtime.scalar_paths import FLAGS, SCALAR_FUNCTIONS, scalar_adjoint
 from ad.runtime.star_calls import rcall_star, rcall_star_tail
 from ad.runtime.state import Stateful, follow, unfollowed, unfollowed_call
 from ad.runtime.writers import in_place, method_form, writer
@@ -117,6 +117,8 @@ HELPERS: dict[str, Any] = {
     "_ad_aslist": aslist,
     "_ad_op_getitem": operator.getitem,
     "_ad_mul_adjoint": mul_adjoint,
+    "_ad_SF": SCALAR_FUNCTIONS,
+    "_ad_scalar_adjoint": scalar_adjoint,
     "_ad_pow_adjoint": pow_adjoint,
     # fused regions (transform.fuse)
     "_ad_FLAGS": FLAGS,

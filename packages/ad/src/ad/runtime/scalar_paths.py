@@ -10,7 +10,9 @@ the built-in rule for them:
   without dispatch, broadcasting or projection;
 * functions defined with ``rulescore.scalar_rule`` (``math.sin``, ...):
   ``rcall`` evaluates the registered partials (``scalar_partials``,
-  ``numpy_scalar_call``) directly.
+  ``numpy_scalar_call``) directly; and the generated code calls such a
+  function of one float itself, with its partial on the tape
+  (``SCALAR_FUNCTIONS``, ``scalar_adjoint``; see ``transform.inline.scalar_call``).
 
 Registering any rule re-checks which fast paths are still valid (a user rule
 or an ``opt_out`` for these types turns them off): ``FLAGS`` and
@@ -36,6 +38,8 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
+import types
 from typing import Any
 
 import numpy as np
@@ -50,6 +54,7 @@ __all__ = [
     "FLAGS",
     "FLOAT_PATHS",
     "NUMPY_SCALARS",
+    "SCALAR_FUNCTIONS",
     "fast_add",
     "fast_mul",
     "fast_neg",
@@ -58,6 +63,7 @@ __all__ = [
     "fast_truediv",
     "numpy_scalar_call",
     "numpy_scalar_kind",
+    "scalar_adjoint",
     "scalar_partials",
 ]
 
@@ -111,6 +117,41 @@ FLOAT_PATHS = _FloatPaths()
 _SCALAR: dict[tuple[Any, int], Any] = {}
 
 
+class _ScalarFunctions:
+    """The generated code's test for a builtin scalar function of one float
+    (``transform.inline.scalar_call``): attribute ``math__sin`` is ``math.sin``
+    while its rule for a float is the ``rules`` package's ``scalar_rule``, else
+    ``_NoFastPath``; ``d_math__sin`` is that rule's partials, ``(x, y) -> ∂y/∂x``.
+    Looked up on first use, forgotten at every rule registration."""
+
+    def __getattr__(self, key: str) -> Any:
+        base = key[2:] if key.startswith("d_") else key
+        module, _, name = base.partition("__")
+        fn = getattr(sys.modules.get(module), name, None)
+        partials = scalar_partials(fn, 1) if type(fn) is types.BuiltinFunctionType else None
+        valid = partials is not None and _builtin_rule(fn, (float,))
+        self.__dict__[base] = fn if valid else _NoFastPath
+        self.__dict__["d_" + base] = partials
+        return self.__dict__[key]
+
+
+SCALAR_FUNCTIONS = _ScalarFunctions()
+
+
+def scalar_adjoint(p: Any, ȳ: Any) -> tuple:
+    """The adjoint of an inlined scalar call whose tape entry ``p`` is no float: a
+    pullback (the dispatched call's), or a partial of another type.
+
+    >>> scalar_adjoint((2.0,), 3.0)
+    (None, 6.0)
+    """
+    if callable(p):
+        return p(ȳ)
+    if type(p) is tuple:
+        (p,) = p
+    return None, ȳ * p
+
+
 def _builtin_rule(f: Any, types: tuple) -> bool:
     return is_standard_rule(_table.lookup(f, types, ADConfig))
 
@@ -155,6 +196,7 @@ def _refresh() -> None:
         and all(_packaged_rule(getattr(arr, n), (arr,)) for n in REDUCTIONS)
     )
     _SCALAR.clear()
+    vars(SCALAR_FUNCTIONS).clear()
 
 
 def _builtin_scalar_rules(f: Any, t: type) -> bool:

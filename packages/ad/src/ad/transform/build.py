@@ -62,6 +62,7 @@ def reverse_pipeline(
         fr.plain,
         pure=pure,
         callees=fr.callees,
+        scalars=fr.scalars,
     )
     return fr, fwd
 

@@ -6,6 +6,17 @@ needs (None, or a tuple of operands) instead of a pullback closure; the
 adjoint reads it back. Other operand types go through ``_ad_fasti_<op>``,
 which may also return a tape entry (same-shape float arrays) or a pullback;
 for mul and ``a ** n`` the adjoint hands those to ``ad.runtime.inline_arithmetic``.
+
+A call ``t = f(x)`` of a builtin scalar function with a ``scalar_rule``
+(``math.sin``, ``math.exp``...) is inlined the same way (``scalar_call``): on a
+float, while ``f`` is still the function whose rule allows it, the call itself
+and its partial on the tape, ``∂x = ȳ·partial`` in the adjoint::
+
+    if _ad_t1 is _ad_SF.math__sin and _ad_type(x) is _ad_float:
+        t = _ad_t1(x)
+        _ad_pb1 = _ad_SF.d_math__sin(x, t)
+    else:
+        t, _ad_pb1 = _ad_rcall(_ad_t1, x)
 """
 
 from __future__ import annotations
@@ -18,7 +29,16 @@ from ad.transform._nodes import call as _call
 from ad.transform._nodes import const as _const
 from ad.transform._nodes import load as _ln
 
-__all__ = ["arithmetic", "fast_helper", "inline_adjoint", "inline_op", "item_adjoint", "item_read"]
+__all__ = [
+    "arithmetic",
+    "fast_helper",
+    "inline_adjoint",
+    "inline_op",
+    "item_adjoint",
+    "item_read",
+    "scalar_adjoint",
+    "scalar_call",
+]
 
 _INLINE_OPS = {"add": ast.Add, "sub": ast.Sub, "mul": ast.Mult, "truediv": ast.Div, "pow": ast.Pow}
 _Name, _Constant, _BinOp, _Compare = ast.Name, ast.Constant, ast.BinOp, ast.Compare
@@ -195,4 +215,43 @@ def item_adjoint(seed: ast.expr, call_stmt: ast.Assign, line: int) -> tuple[ast.
         _Compare(_call("_ad_type", _ln("_ad_p", line), line=line), [_IS], [_ln("_ad_tuple", line)]),
         line,
     )
+    return at(ast.If(test, [partial], [call_stmt]), line), partial
+
+
+def scalar_call(
+    key: str, func: ast.expr, x: ast.expr, target: str, pb: str, general: list, line: int
+) -> ast.If:
+    """``target = func(x)`` of the builtin scalar function ``key`` names
+    (``pipeline.scalar_function_key``): inline on a float, else ``general`` (the
+    dispatched call). ``ad.runtime.scalar_paths.SCALAR_FUNCTIONS`` holds the
+    function while its rule is the one whose partials it also holds."""
+    table = _ln("_ad_SF", line)
+    cond = at(
+        ast.BoolOp(
+            ast.And(),
+            [
+                at(_Compare(func, [_IS], [at(ast.Attribute(table, key, LOAD), line)]), line),
+                at(
+                    _Compare(_call("_ad_type", x, line=line), [_IS], [_ln("_ad_float", line)]), line
+                ),
+            ],
+        ),
+        line,
+    )
+    partial = at(ast.Attribute(table, "d_" + key, LOAD), line)
+    body = [
+        _assign(target, at(ast.Call(func, [x], []), line), line),
+        _assign(pb, at(ast.Call(partial, [x, _ln(target, line)], []), line), line),
+    ]
+    return at(ast.If(cond, body, general), line)
+
+
+def scalar_adjoint(seed: ast.expr, call_stmt: ast.Assign, line: int) -> tuple[ast.stmt, ast.Assign]:
+    """The adjoint of ``scalar_call``: ``_ad_g1 = seed * _ad_p`` when the tape holds a
+    float partial, else ``call_stmt`` calling ``_ad_scalar_adjoint`` (a pullback, or
+    a partial of another type); and the assignment that writes the gradient slot."""
+    p = _ln("_ad_p", line)
+    partial = _assign("_ad_g1", at(_BinOp(seed, _MULT, p), line), line)
+    test = at(_Compare(_call("_ad_type", p, line=line), [_IS], [_ln("_ad_float", line)]), line)
+    call_stmt.value = _call("_ad_scalar_adjoint", p, seed, line=line)
     return at(ast.If(test, [partial], [call_stmt]), line), partial

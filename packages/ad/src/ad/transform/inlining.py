@@ -30,8 +30,10 @@ What is inlined (everything else stays a call, differentiated as before):
   ``out=``) only go into containers and numbers it built itself (``[]``, a
   literal, an arithmetic result): a helper that writes into an argument or a
   global stays a call, so what its caller may observe is unchanged;
-* at most ``MAX_STATEMENTS`` statements, helpers inside helpers to depth
-  ``MAX_DEPTH``, never a function into itself.
+* at most ``MAX_STATEMENTS`` statements (four times as many for the call whose
+  value the caller returns, at its top level: a wrapper such as ``lambda q:
+  loss(*q)`` or ``def f(p): return loss(p["w"], p["b"])`` costs nothing then),
+  helpers inside helpers to depth ``MAX_DEPTH``, never a function into itself.
 
 The helper's locals are renamed ``<name>_ad<k>`` (the AD's own temporaries
 keep their ``_ad_t`` prefix) and set to ``None`` after the inlined body, so
@@ -195,10 +197,10 @@ class _Inliner:
 
     def block(self, body: list[ast.stmt], stack: tuple) -> list[ast.stmt]:
         out: list[ast.stmt] = []
-        for s in body:
+        for i, s in enumerate(body):
             kind = type(s)
             if kind is ast.Assign:
-                inlined = self.call(s, stack)
+                inlined = self.call(s, stack, _returned(s, body[i + 1 : i + 2]))
                 if inlined is not None:
                     out.extend(inlined)
                     continue
@@ -209,7 +211,9 @@ class _Inliner:
             out.append(s)
         return out
 
-    def call(self, s: ast.Assign, stack: tuple) -> list[ast.stmt] | None:
+    def call(self, s: ast.Assign, stack: tuple, tail: bool = False) -> list[ast.stmt] | None:
+        """``s`` inlined, or None (``tail``: ``s`` is ``t = helper(...)`` followed by
+        ``return t``, so the helper runs at most once a call of the caller)."""
         value = s.value
         if not (
             len(s.targets) == 1
@@ -235,6 +239,8 @@ class _Inliner:
         helper = helper_anf(fn)
         if helper is None or self.budget < _size(helper):
             return None
+        if _size(helper) > MAX_STATEMENTS and not (tail and len(stack) == 1):
+            return None  # a long body is inlined only as the tail of a wrapper
         if fn.__code__.co_filename != self.filename and any(
             isinstance(n, (ast.Raise, ast.Assert)) for n in ast.walk(helper)
         ):
@@ -365,10 +371,21 @@ def helper_anf(fn: types.FunctionType) -> ast.FunctionDef | None:
             anf = normalize(desugar(tree), src.filename)
         except Exception:  # no source, unsupported syntax: it stays a call
             anf = None
-        if anf is not None and _size(anf) <= MAX_STATEMENTS and _pure(anf, fn.__globals__):
+        if anf is not None and _size(anf) <= 4 * MAX_STATEMENTS and _pure(anf, fn.__globals__):
             out = anf
     _ANF[code] = out
     return out
+
+
+def _returned(s: ast.Assign, after: list[ast.stmt]) -> bool:
+    """Whether ``after`` (the statement following ``s``) returns what ``s`` binds."""
+    return (
+        len(after) == 1
+        and type(after[0]) is ast.Return
+        and type(after[0].value) is ast.Name
+        and type(s.targets[0]) is ast.Name
+        and after[0].value.id == s.targets[0].id
+    )
 
 
 def _size(fn: ast.AST) -> int:

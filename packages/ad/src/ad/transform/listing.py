@@ -20,9 +20,12 @@ from ad.transform.codegen import used_names
 __all__ = ["adjoint_source", "annotate"]
 
 
-def adjoint_source(f: types.FunctionType, closure_active: bool = False, pure: bool = False) -> str:
-    """The generated primal and adjoint as Python source, with source line comments."""
-    fr, fwd = reverse_pipeline(f, closure_active, pure=pure)
+def adjoint_source(
+    f: types.FunctionType, closure_active: bool = False, pure: bool = False, lengths: tuple = ()
+) -> str:
+    """The generated primal and adjoint as Python source, with source line comments
+    (``lengths``: of the tuples ``f`` unpacks by ``*``, see ``cache.star_lengths``)."""
+    fr, fwd = reverse_pipeline(f, closure_active, pure=pure, lengths=lengths)
     filename = fr.filename
     if pure:
         rename_private(fwd, REVERSE)

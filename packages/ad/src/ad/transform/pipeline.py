@@ -14,7 +14,8 @@ import builtins
 import copy
 import types
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ad.transform.activity import NONDIFF_BUILTINS, active_names, param_names, read_and_stored
 from ad.transform.anf import normalize
@@ -51,6 +52,9 @@ class Front:
     guards: tuple = ()
     #: the parameters unpacked by ``*`` (``captured_stars.starred_parameters``)
     starred: tuple = ()
+    #: ``{name: key}``: the names of builtin functions with rules that a call may
+    #: compute inline on a float (see ``scalar_function_key``)
+    scalars: dict = field(default_factory=dict)
 
 
 def front(
@@ -115,7 +119,8 @@ def front(
         )
     active = active_names(anf, seeds, plain)
     callees |= attributes.keys()
-    return Front(anf, active, plain, src.filename, callees, reads, guards, starred)
+    scalars = _scalar_functions(f, anf)
+    return Front(anf, active, plain, src.filename, callees, reads, guards, starred, scalars)
 
 
 def returning_self(fn: ast.FunctionDef, index: int = 0) -> ast.FunctionDef:
@@ -170,6 +175,47 @@ def _module_functions(f: types.FunctionType, anf: ast.FunctionDef) -> dict[str, 
     if found:  # a module name the function binds itself is no global there
         taken = set(param_names(anf)) | read_and_stored(anf)[1] | set(f.__code__.co_freevars)
         found = {t: key for t, key in found.items() if key[0] not in taken}
+    return found
+
+
+def scalar_function_key(fn: Any) -> str | None:
+    """``"math__sin"`` for a builtin function of a module that has rules
+    (``math.sin``): the generated code may compute a call of it on one float
+    inline, while ``_ad_SF.math__sin`` is ``fn`` (the runtime's
+    ``scalar_paths.SCALAR_FUNCTIONS`` says whether its rule allows that)."""
+    if type(fn) is not types.BuiltinFunctionType or type(fn.__self__) is not types.ModuleType:
+        return None
+    module, name = fn.__module__, fn.__name__
+    if not (module and module.isidentifier() and name.isidentifier()):
+        return None
+    if "__" in module or "__" in name or fn not in _RULE_TABLE:
+        return None
+    return f"{module}__{name}"
+
+
+def _scalar_functions(f: types.FunctionType, anf: ast.FunctionDef) -> dict[str, str]:
+    """``{name: key}`` (see ``scalar_function_key``) for the temporaries ``t =
+    module.name`` of ``anf`` and the global names it calls, as they resolve now:
+    the generated code tests at run time that they still do."""
+    found: dict[str, str] = {}
+    g = f.__globals__
+    for node in _assignments(anf.body):
+        target, v = node.targets[0], node.value
+        attr = module_attribute(v)
+        if attr is not None and type(target) is ast.Name and target.id.startswith("_ad_t"):
+            module = g.get(v.args[0].id)  # type: ignore[attr-defined]
+            if type(module) is types.ModuleType:
+                key = scalar_function_key(getattr(module, attr, None))
+                if key is not None:
+                    found[target.id] = key
+        elif type(v) is ast.Call and type(v.func) is ast.Name and len(v.args) == 1:
+            name = v.func.id
+            key = scalar_function_key(g.get(name))
+            if key is not None:
+                found[name] = key
+    if found:  # a name the function binds itself is none of these
+        taken = set(param_names(anf)) | read_and_stored(anf)[1] | set(f.__code__.co_freevars)
+        found = {n: key for n, key in found.items() if n.startswith("_ad_t") or n not in taken}
     return found
 
 

@@ -96,6 +96,7 @@ class _Gen(Tape, Calls, ControlFlow, Closures, Regions, Tracked):
     rebound_locals: dict[str, int] = field(default_factory=dict)
     pure: bool = False  # the differentiable form (see ``generate``)
     callees: frozenset[str] = frozenset()  # names of plain Python functions (inactive_mask)
+    scalars: dict[str, str] = field(default_factory=dict)  # see ``Calls.scalar_call``
     counter: int = 0
     n_calls: int = 0
     stacks: list[str] = field(default_factory=list)
@@ -247,6 +248,7 @@ def generate(
     mutable_params: frozenset[str] = frozenset(),
     pure: bool = False,
     callees: frozenset[str] = frozenset(),
+    scalars: dict[str, str] | None = None,
 ) -> ast.Module:
     """The module AST defining ``_ad_factory`` for the ANF function ``fn``.
 
@@ -258,6 +260,8 @@ def generate(
 
     ``callees``: the names that resolve to plain Python functions (no rules) when
     the transform runs; calls of them pass which arguments carry no derivative.
+    ``scalars``: the names of builtin functions a call may compute inline on a float
+    (``pipeline.scalar_function_key``).
     """
     forget_shared()
     gen = _Gen(
@@ -273,6 +277,7 @@ def generate(
         pure=pure,
         body=fn.body,
         callees=callees,
+        scalars=scalars or {},
     )
     gen.marks = WriteMarks(fn)
     fwd_body, bwd_body = gen.block(fn.body, 0, True)

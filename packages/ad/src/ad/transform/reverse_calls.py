@@ -25,6 +25,8 @@ from ad.transform.inline import (
     inline_op,
     item_adjoint,
     item_read,
+    scalar_adjoint,
+    scalar_call,
 )
 from ad.transform.reverse_tape import d
 from ad.transform.reverse_tape import expect as _expect
@@ -64,6 +66,19 @@ class Calls:
             if type(a) is _Constant or (type(a) is _Name and a.id not in active):
                 mask |= 1 << i
         return mask
+
+    def scalar_key(
+        self, func: ast.expr, args: list[ast.expr], target: ast.expr, inputs: list
+    ) -> str | None:
+        """For ``t = f(x)`` whose ``f`` resolved to a builtin scalar function
+        (``scalars``, see ``pipeline.scalar_function_key``) and whose ``x`` alone
+        carries a derivative, the key the inline float path tests; else None."""
+        if self.pure or type(func) is not _Name or len(args) != 1 or type(target) is not _Name:
+            return None
+        x = args[0]
+        if type(x) is not _Name or x.id == target.id or inputs != [(1, x.id)]:
+            return None
+        return self.scalars.get(func.id)
 
     def tail_call(self, target: ast.expr) -> bool:
         """Whether the call binding ``target`` gives the value the function returns and
@@ -105,6 +120,11 @@ class Calls:
             and not self.pure
             and all(idx == 1 for idx, _ in inputs)
             and item_read(value, target)
+        )
+        scalar = (
+            self.scalar_key(func, value.args, target, inputs)
+            if inline is None and not read and not stars and not value.keywords
+            else None
         )
         if stars:
             # f(a, *b): one call with the parts, the inactive ones as constants
@@ -202,7 +222,10 @@ class Calls:
                     line,
                 )
             ]
-        lean = inline is not None or read  # the tape may hold a tuple, not a pullback
+        elif scalar is not None:  # math.sin(x) of a float: the partial on the tape
+            fwd = [scalar_call(scalar, func, value.args[0], target.id, pb, fwd, line)]  # type: ignore[attr-defined]
+        # the tape may hold a tuple or a float, not a pullback
+        lean = inline is not None or read or scalar is not None
         push, pop = self.record(pb, depth, line, pullback=True, signal=not lean)
         fwd += push
         # Backward: seed, skip when the output's cotangent is zero.
@@ -250,6 +273,9 @@ class Calls:
                 writes[st.targets[0].id].append((st.targets, 0))  # type: ignore[attr-defined]
         elif read and 1 in used:
             inner[1], partial = item_adjoint(seed, inner[1], line)
+            writes["_ad_g1"].append((partial.targets, 0))
+        elif scalar is not None:
+            inner[1], partial = scalar_adjoint(seed, inner[1], line)
             writes["_ad_g1"].append((partial.targets, 0))
         if depth == 0 and self.pure:
             pass
