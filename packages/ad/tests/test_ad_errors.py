@@ -37,6 +37,32 @@ def test_gradient_of_non_scalar_output():
         ad.gradient(lambda x: "text", 1.0)
 
 
+def two_outputs(a):
+    return 2.0 * a, a
+
+
+@pytest.mark.parametrize(
+    "f",
+    [two_outputs, lambda a: (a * a, "aux"), lambda a: {"loss": a * a, "aux": a}],
+    ids=["two numbers", "number and text", "dict"],
+)
+def test_gradient_of_a_tuple_or_dict_output_is_refused_and_withgradient_named(f):
+    # Not the first entry's derivative, silently: gradient is of a real-valued function
+    with pytest.raises(ad.NonScalarOutputError, match=r"(?s)real number.*ad.withgradient"):
+        ad.gradient(f, 1.5)
+    with pytest.raises(ad.NonScalarOutputError, match="withgradient"):
+        ad.grad(f)(1.5)
+    assert ad.withgradient(f, 1.5).grad[0] == pytest.approx(ad.gradient(_first(f), 1.5)[0])
+
+
+def _first(f):
+    def first(a):
+        y = f(a)
+        return y[0] if type(y) is tuple else y["loss"]
+
+    return first
+
+
 def mystery(x):
     return x * 3.0
 

@@ -148,3 +148,80 @@ def test_one_gradient_entry_per_argument_passed_with_defaults_and_star_args():
     assert ad.withgradient(defaults_and_rest, 1.5) == (3.0, (2.0,))
     assert ad.gradient(defaults_and_rest, 1.5, 3.0) == (3.0, 1.5)
     assert ad.gradient(defaults_and_rest, 1.5, 3.0, 0.5, 0.25) == (3.75, 1.5, 1.5, 1.5)
+
+
+def long_loss(x, y, z):
+    """More statements than a helper is inlined with (``inlining.MAX_STATEMENTS``),
+    unless a wrapper returns its value."""
+    a0 = x * y + z
+    a1 = a0 * 0.91 + y * 0.1
+    a2 = a1 * 0.92 + z * 0.1
+    a3 = a2 * 0.93 + x * 0.1
+    a4 = a3 * 0.94 + y * 0.1
+    a5 = a4 * 0.95 + z * 0.1
+    a6 = a5 * 0.96 + x * 0.1
+    a7 = a6 * 0.97 + y * 0.1
+    a8 = a7 * 0.98 + z * 0.1
+    a9 = a8 * 0.99 + x * 0.1
+    a10 = a9 * 1.00 + y * 0.1
+    a11 = a10 * 1.01 + z * 0.1
+    a12 = a11 * 1.02 + x * 0.1
+    a13 = a12 * 1.03 + y * 0.1
+    a14 = a13 * 1.04 + z * 0.1
+    a15 = a14 * 1.05 + x * 0.1
+    a16 = a15 * 1.06 + y * 0.1
+    a17 = a16 * 1.07 + z * 0.1
+    a18 = a17 * 1.08 + x * 0.1
+    a19 = a18 * 1.09 + y * 0.1
+    a20 = a19 * 1.10 + z * 0.1
+    a21 = a20 * 1.11 + x * 0.1
+    a22 = a21 * 1.12 + y * 0.1
+    a23 = a22 * 1.13 + z * 0.1
+    a24 = a23 * 1.14 + x * 0.1
+    a25 = a24 * 1.15 + y * 0.1
+    a26 = a25 * 1.16 + z * 0.1
+    a27 = a26 * 1.17 + x * 0.1
+    a28 = a27 * 1.18 + y * 0.1
+    a29 = a28 * 1.19 + z * 0.1
+    a30 = a29 * 1.20 + x * 0.1
+    a31 = a30 * 1.21 + y * 0.1
+    a32 = a31 * 1.22 + z * 0.1
+    a33 = a32 * 1.23 + x * 0.1
+    a34 = a33 * 1.24 + y * 0.1
+    a35 = a34 * 1.25 + z * 0.1
+    a36 = a35 * 1.26 + x * 0.1
+    a37 = a36 * 1.27 + y * 0.1
+    a38 = a37 * 1.28 + z * 0.1
+    a39 = a38 * 1.29 + x * 0.1
+    a40 = a39 * 1.30 + y * 0.1
+    a41 = a40 * 1.31 + z * 0.1
+    a42 = a41 * 1.32 + x * 0.1
+    a43 = a42 * 1.33 + y * 0.1
+    return a43 * a43 * 0.01
+
+
+def test_a_wrapper_returning_a_long_helper_inlines_it(inlined):
+    wrappers = {
+        "lambda *p": lambda *p: long_loss(*p),
+        "tuple": lambda q: long_loss(*q),
+        "dict": lambda q: long_loss(q["x"], q["y"], q["z"]),
+    }
+    p = (0.3, -0.7, 1.1)
+    expected = fd_gradient(long_loss, *p)
+    np.testing.assert_allclose(ad.gradient(long_loss, *p), expected, rtol=1e-6)
+    np.testing.assert_allclose(ad.gradient(wrappers["lambda *p"], *p), expected, rtol=1e-6)
+    np.testing.assert_allclose(ad.gradient(wrappers["tuple"], p)[0], expected, rtol=1e-6)
+    g = ad.gradient(wrappers["dict"], dict(zip("xyz", p)))[0]
+    np.testing.assert_allclose([g["x"], g["y"], g["z"]], expected, rtol=1e-6)
+    src = ad.code_adjoint(wrappers["tuple"], p)  # the form for a tuple of three
+    assert ("long_loss" not in src) == inlined
+
+
+def long_twice(x, y, z):
+    return long_loss(x, y, z) + long_loss(y, z, x)  # not a tail call: each stays a call
+
+
+def test_a_long_helper_called_otherwise_stays_a_call():
+    p = (0.3, -0.7, 1.1)
+    np.testing.assert_allclose(ad.gradient(long_twice, *p), fd_gradient(long_twice, *p), rtol=1e-6)
+    assert "long_loss" in ad.code_adjoint(long_twice, *p)

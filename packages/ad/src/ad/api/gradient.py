@@ -398,6 +398,13 @@ def _withgradient_deep(
     seed: Any = _SEEDS.get(y.__class__)
     if seed is not None:  # a float loss: the usual case
         return y, user_results(_call_once(pb, seed), args)
+    if novalue and isinstance(y, (tuple, dict)) and not hasattr(y, "_fields"):
+        raise NonScalarOutputError(
+            f"gradient({getattr(f, '__name__', f)!s}, ...) needs the function to return a real "
+            f"number, got a {type(y).__name__} of {len(y)}.\nTo fix: return the loss alone, or "
+            "use ad.withgradient, which differentiates a tuple's first element (a dict's "
+            "first value) and returns the rest as auxiliary outputs."
+        )
     if isinstance(y, tuple) and not hasattr(y, "_fields"):
         if not y:
             raise NonScalarOutputError("withgradient: the function returned an empty tuple")

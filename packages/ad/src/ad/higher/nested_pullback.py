@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ad.api import gradient as _api
+from ad.api.user_results import to_user
 from ad.higher.cotangent_parts import _is_zero, _tangents_ct
 from ad.higher.reverse_over_forward import _own_ct
 from ad.higher.unfold import LINEAR
@@ -78,7 +79,7 @@ LINEAR.add(pullback_object)
 
 def plain_cotangents(cts: tuple) -> tuple:
     """The arguments' cotangents (``cts[1:]``) as ``pullback`` gives them."""
-    return tuple(_api.to_user(c) for c in cts[1:])
+    return tuple(to_user(c) for c in cts[1:])
 
 
 @rrule.register(plain_cotangents, config=ADConfig)
