@@ -11,16 +11,26 @@ from ad.errors import ADError, CotangentShapeError, CotangentWriteError, Mutatio
 from ad.runtime.state import followed
 
 _ndarray = np.ndarray
+_ARGUMENT: Any = object()  # ``argument_write``'s default: the object is the argument
 
 __all__ = ["argument_write", "unpack_error"]
 
 
 def argument_write(
-    value: Any, container: str, site: str, obj: Any = None, forward: bool = False
+    value: Any,
+    container: str,
+    site: str,
+    obj: Any = None,
+    forward: bool = False,
+    original: Any = _ARGUMENT,
 ) -> None:
     """Refuse writing a number or array into an argument the function does not
     return, unless it is a user object, whose fields this pass follows by
-    identity (``ad.runtime.state``; ``forward``: the write is in forward-mode code)."""
+    identity (``ad.runtime.state``; ``forward``: the write is in forward-mode code).
+    ``original``: the argument, for a parameter the function may have bound to
+    another object (``x = x.copy()``): a write into that one is no argument's."""
+    if original is not _ARGUMENT and obj is not original:
+        return
     if _carries_derivative(value) and not followed(obj, forward):
         raise MutationError(
             f"{site}: the function writes a {type(value).__name__} into its argument "

@@ -47,8 +47,10 @@ from ad.transform.guards import (
     argument_write_guard,
     captured_write,
     local_names,
+    original_arguments,
     ownership_guard,
     rebound_names,
+    rebound_parameters,
     returned_names,
 )
 from ad.transform.listing import annotate
@@ -83,6 +85,8 @@ class _Gen:
         # Set by generate_forward: the same guards on shared objects as reverse mode.
         self.params: frozenset[str] = frozenset()
         self.mutable_params: frozenset[str] = frozenset()
+        self.rebound_params: frozenset[str] = frozenset()  # see guards.rebound_parameters
+        self.originals: set[str] = set()
         self.local: Callable[[], frozenset[str]] = frozenset
         self.marks: WriteMarks | None = None  # see ``tracking.WriteMarks``
         # Set by generate_forward: what closures see (see ``activity.closure_contexts``).
@@ -324,9 +328,19 @@ class _Gen:
         if refused:
             raise self.error(s, refused)
         guards = argument_write_guard(
-            value, self.active, self.params, self.mutable_params, self.filename, line, True
+            value,
+            self.active,
+            self.params,
+            self.mutable_params,
+            self.filename,
+            line,
+            True,
+            self.rebound_params,
+            self.originals,
         )
-        guards += ownership_guard(s, True, self.params, self.local, self.filename, True)
+        guards += ownership_guard(
+            s, True, self.params, self.local, self.filename, True, self.rebound_params
+        )
         marks = self.marks.after(value, line) if self.marks is not None else []
         return [*guards, *self.call(target, names, value, line), *marks]
 
@@ -394,6 +408,7 @@ def generate_forward(
     params = param_names(fn)
     gen.params = frozenset(params)
     gen.mutable_params = returned_names(fn)
+    gen.rebound_params = rebound_parameters(fn)
     gen.local = local_names(fn)
     gen.marks = WriteMarks(fn)
     gen.rebound = rebound_names(fn)
@@ -414,6 +429,7 @@ def generate_forward(
     outer = set(freevars) if closure_active else set()
     prologue += gen.zeros(sorted(active - gen.local() - gen.params - outer), line)
     body = gen.block(fn.body)
+    prologue += original_arguments(gen.originals, line)
     a = fn.args
     args = ast.arguments(
         posonlyargs=a.posonlyargs,

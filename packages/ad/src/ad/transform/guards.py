@@ -13,15 +13,18 @@ from collections.abc import Callable
 
 from ad.transform._nodes import at
 from ad.transform._nodes import call as _call
-from ad.transform.activity import all_nodes, stored_names
+from ad.transform.activity import all_nodes, param_names, stored_names
 from ad.transform.anf_base import IN_PLACE_HELPERS, ITEM_UPDATE
 from ad.transform.writers import WRITER_PREFIX
 
 __all__ = [
+    "ORIGINAL",
     "argument_write_guard",
     "local_names",
+    "original_arguments",
     "ownership_guard",
     "rebound_names",
+    "rebound_parameters",
     "returned_names",
 ]
 
@@ -37,6 +40,7 @@ def ownership_guard(
     local: Callable[[], frozenset[str]],
     filename: str,
     forward: bool = False,
+    rebound: frozenset[str] = frozenset(),
 ) -> list[ast.stmt]:
     """``x = _ad_own(x, "x", site, active)`` before a statement that writes
     into the object bound to the local ``x`` in place: ``x op= y``
@@ -47,7 +51,10 @@ def ownership_guard(
     can observe holds that object too, and gives an undifferentiated write a
     copy when the tape does. A differentiated write into a parameter's
     container is ``argument_write_guard``'s to judge (the caller may rebind
-    it: ``buf = fill(buf, v)``); the AD's own temporaries need no guard.
+    it: ``buf = fill(buf, v)``), unless the parameter is in ``rebound``
+    (``rebound_parameters``): what it holds then is judged as a local's is, once
+    ``argument_write_guard`` has found it is not the argument. The AD's own
+    temporaries need no guard.
     """
     value, line = s.value, s.lineno
     if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
@@ -70,7 +77,10 @@ def ownership_guard(
         # A parameter's container may be written (argument_write_guard judges
         # that), but an array the caller passed is the caller's too.
         arrays_only = (
-            (fn in IN_PLACE_HELPERS or fn.startswith(WRITER_PREFIX)) and active and name in params
+            (fn in IN_PLACE_HELPERS or fn.startswith(WRITER_PREFIX))
+            and active
+            and name in params
+            and name not in rebound
         )
     else:
         out = [k.value for k in value.keywords if k.arg == "out"]
@@ -148,11 +158,15 @@ def argument_write_guard(
     filename: str,
     line: int,
     forward: bool = False,
+    rebound: frozenset[str] = frozenset(),
+    originals: set[str] | None = None,
 ) -> list[ast.stmt]:
     """``arg[k] = v`` (or ``.append``, attribute writes) into an argument the
     function does not return: the caller would not see the change in the
     backward pass; ``_ad_argument_write`` refuses a value that may carry a
-    derivative."""
+    derivative. For a parameter in ``rebound`` (``rebound_parameters``) it
+    compares with the argument, ``_ad_arg_<name>`` (``original_arguments``), and
+    adds the name to ``originals``: the primal binds it at entry."""
     if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.args):
         return []
     fn, first, last = value.func.id, value.args[0], value.args[-1]
@@ -164,17 +178,59 @@ def argument_write_guard(
         and isinstance(last, ast.Name)
         and last.id in active
     ):
-        check = _call(
-            "_ad_argument_write",
+        args = [
             last,
             at(ast.Constant(first.id), line),
             at(ast.Constant(f"{filename}:{line}"), line),
             at(ast.Name(id=first.id, ctx=ast.Load()), line),
             at(ast.Constant(forward), line),
-            line=line,
-        )
+        ]
+        if first.id in rebound and originals is not None:  # ``x = x.copy()``: still the argument?
+            args.append(at(ast.Name(id=ORIGINAL + first.id, ctx=ast.Load()), line))
+            originals.add(first.id)
+        check = _call("_ad_argument_write", *args, line=line)
         return [ast.Expr(value=check, lineno=line, col_offset=0)]
     return []
+
+
+#: ``_ad_arg_x``: the object the parameter ``x`` held at entry (``original_arguments``)
+ORIGINAL = "_ad_arg_"
+
+
+def rebound_parameters(fn: ast.FunctionDef) -> frozenset[str]:
+    """The parameters of the ANF function ``fn`` that its body binds to another
+    object (``x = x.copy()``, ``xs = list(xs)``), not counting its writes into
+    them (``x = _ad_setitem(x, i, v)``): ``argument_write_guard`` then tests at
+    run time whether the object written is still the argument."""
+    params = set(param_names(fn))
+    found: set[str] = set()
+    for node in all_nodes(fn):
+        if type(node) is ast.For:
+            found.update(n.id for n in all_nodes(node.target) if type(n) is _Name)
+        if type(node) is not _Assign:
+            continue
+        v = node.value
+        writes = (
+            type(v) is _Call
+            and type(v.func) is _Name
+            and (v.func.id in IN_PLACE_HELPERS or v.func.id.startswith(("_ad_iop_", WRITER_PREFIX)))
+        )
+        if not writes:
+            found.update(_assign_stores(node))
+    return frozenset(found & params)
+
+
+def original_arguments(names: set[str], line: int) -> list[ast.stmt]:
+    """``_ad_arg_x = x`` for each of ``names``, at the primal's entry."""
+    return [
+        at(
+            ast.Assign(
+                [at(ast.Name(ORIGINAL + n, ast.Store()), line)], at(ast.Name(n, ast.Load()), line)
+            ),
+            line,
+        )
+        for n in sorted(names)
+    ]
 
 
 def _statements(body: list[ast.stmt], out: list[ast.AST]) -> list[ast.AST]:
@@ -195,19 +251,22 @@ def _statements(body: list[ast.stmt], out: list[ast.AST]) -> list[ast.AST]:
 
 
 def returned_names(fn: ast.FunctionDef) -> frozenset[str]:
-    """Names the function returns: a parameter it mutates and returns is fine,
-    the caller rebinds it (``buf = fill(buf, v)``)."""
+    """Names the function returns, alone or as entries of a returned tuple or list
+    (``return loss, x``): a parameter it mutates and returns is fine, the caller
+    rebinds it (``buf = fill(buf, v)``)."""
     out = set()
+    built: dict[str, list[str]] = {}  # ``t = (a, x)``: the names a temporary holds
     for node in _statements(fn.body, []):
         if type(node) is _Return and isinstance(node.value, ast.Name):
             out.add(node.value.id)
-        elif (
-            type(node) is _Assign
-            and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id == "_ad_retv"
-            and isinstance(node.value, ast.Name)
-        ):
-            out.add(node.value.id)
+        elif type(node) is _Assign and isinstance(node.targets[0], ast.Name):
+            target, value = node.targets[0].id, node.value
+            if target == "_ad_retv" and isinstance(value, ast.Name):
+                out.add(value.id)
+            elif type(value) is _Tuple or type(value) is _List:
+                built[target] = [e.id for e in value.elts if type(e) is _Name]
+    for name in list(out):
+        out.update(built.get(name, ()))
     return frozenset(out)
 
 

@@ -49,8 +49,10 @@ from ad.transform.guards import (
     argument_write_guard,
     captured_write,
     local_names,
+    original_arguments,
     ownership_guard,
     rebound_names,
+    rebound_parameters,
     returned_names,
 )
 from ad.transform.reverse_calls import Calls
@@ -97,6 +99,10 @@ class _Gen(Tape, Calls, ControlFlow, Closures, Regions, Tracked):
     pure: bool = False  # the differentiable form (see ``generate``)
     callees: frozenset[str] = frozenset()  # names of plain Python functions (inactive_mask)
     scalars: dict[str, str] = field(default_factory=dict)  # see ``Calls.scalar_call``
+    # parameters bound to other objects, and those whose entry object a write tests
+    # (``guards.rebound_parameters``, ``original_arguments``)
+    rebound_params: frozenset[str] = frozenset()
+    originals: set[str] = field(default_factory=set)
     counter: int = 0
     n_calls: int = 0
     stacks: list[str] = field(default_factory=list)
@@ -205,9 +211,18 @@ class _Gen(Tape, Calls, ControlFlow, Closures, Regions, Tracked):
             own = ownership_guard(s, False, self.params, self.local, self.filename)
             return [*own, plain(in_place_form(s))], self.reset(tnames, line)
         guard = argument_write_guard(
-            value, self.active, self.params, self.mutable_params, self.filename, line
+            value,
+            self.active,
+            self.params,
+            self.mutable_params,
+            self.filename,
+            line,
+            rebound=self.rebound_params,
+            originals=self.originals,
         )
-        guard += ownership_guard(s, True, self.params, self.local, self.filename)
+        guard += ownership_guard(
+            s, True, self.params, self.local, self.filename, rebound=self.rebound_params
+        )
         refused = captured_write(tnames, value)
         if refused:
             raise self.error(s, refused)
@@ -278,6 +293,7 @@ def generate(
         body=fn.body,
         callees=callees,
         scalars=scalars or {},
+        rebound_params=rebound_parameters(fn),
     )
     gen.marks = WriteMarks(fn)
     fwd_body, bwd_body = gen.block(fn.body, 0, True)
@@ -386,7 +402,7 @@ def generate(
     fwd = ast.FunctionDef(
         name="_ad_fwd",
         args=args,
-        body=[*stacks_init, *head_defs, *fwd_body],
+        body=[*original_arguments(gen.originals, line), *stacks_init, *head_defs, *fwd_body],
         decorator_list=[],
         returns=None,
         lineno=line,
