@@ -310,6 +310,26 @@ def test_grad_nests_with_every_mode():
     assert D_f(f, 3.0) == pytest.approx(6.0)
 
 
+def test_grad_gives_zero_where_no_derivative_flows_so_it_nests_to_any_order():
+    linear = lambda x: 3.0 * x  # noqa: E731
+    assert ad.grad(ad.grad(linear))(2.0) == 0.0
+    assert type(ad.grad(ad.grad(linear))(2.0)) is float
+    assert ad.grad(ad.grad(ad.grad(linear)))(2.0) == 0.0
+    cube = lambda x: x**3  # noqa: E731
+    assert ad.grad(ad.grad(ad.grad(cube)))(2.0) == pytest.approx(6.0)
+    assert ad.grad(ad.grad(ad.grad(ad.grad(cube))))(2.0) == 0.0
+    assert ad.jvp(ad.grad(ad.grad(linear)), (2.0,), (1.0,)) == (0.0, 0.0)
+    s = lambda x: np.sum(2.0 * x)  # noqa: E731
+    np.testing.assert_array_equal(ad.grad(lambda x: np.sum(ad.grad(s)(x)))(np.ones(3)), 0.0)
+    z = ad.grad(lambda x: 1.0)(np.ones(2, dtype=np.float32))
+    assert z.dtype == np.float32 and not z.any()
+    assert ad.grad(lambda x: 1.0)(1j) == 0j
+    # gradient stays Zygote's: None; an integer used as a count stays None in grad too
+    assert ad.gradient(lambda x: 1.0, 2.0) == (None,)
+    assert ad.value_and_grad(lambda x, n: 2.0 * n, argnums=(0, 1))(1.5, 3) == (6.0, (0.0, 2.0))
+    assert ad.grad(lambda x, n: x * 2.0, argnums=1)(1.5, 3) is None
+
+
 def test_grad_errors():
     with pytest.raises(TypeError, match="argnums"):
         ad.grad(lambda x: x, argnums="0")
