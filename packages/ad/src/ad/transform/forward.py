@@ -339,7 +339,7 @@ class _Gen:
             self.originals,
         )
         guards += ownership_guard(
-            s, True, self.params, self.local, self.filename, True, self.rebound_params
+            s, True, self.params, self.local, self.filename, True, self.originals
         )
         marks = self.marks.after(value, line) if self.marks is not None else []
         return [*guards, *self.call(target, names, value, line), *marks]

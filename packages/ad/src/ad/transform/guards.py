@@ -40,7 +40,7 @@ def ownership_guard(
     local: Callable[[], frozenset[str]],
     filename: str,
     forward: bool = False,
-    rebound: frozenset[str] = frozenset(),
+    originals: set[str] | frozenset[str] = frozenset(),
 ) -> list[ast.stmt]:
     """``x = _ad_own(x, "x", site, active)`` before a statement that writes
     into the object bound to the local ``x`` in place: ``x op= y``
@@ -51,9 +51,9 @@ def ownership_guard(
     can observe holds that object too, and gives an undifferentiated write a
     copy when the tape does. A differentiated write into a parameter's
     container is ``argument_write_guard``'s to judge (the caller may rebind
-    it: ``buf = fill(buf, v)``), unless the parameter is in ``rebound``
-    (``rebound_parameters``): what it holds then is judged as a local's is, once
-    ``argument_write_guard`` has found it is not the argument. The AD's own
+    it: ``buf = fill(buf, v)``), as long as the parameter holds the argument:
+    one in ``originals`` (``argument_write_guard``) may hold another object by
+    then (``x = x.copy()``), which is judged as a local's is. The AD's own
     temporaries need no guard.
     """
     value, line = s.value, s.lineno
@@ -76,12 +76,18 @@ def ownership_guard(
         name = first.id
         # A parameter's container may be written (argument_write_guard judges
         # that), but an array the caller passed is the caller's too.
-        arrays_only = (
-            (fn in IN_PLACE_HELPERS or fn.startswith(WRITER_PREFIX))
-            and active
-            and name in params
-            and name not in rebound
+        arrays_only: bool | ast.expr = (
+            (fn in IN_PLACE_HELPERS or fn.startswith(WRITER_PREFIX)) and active and name in params
         )
+        if arrays_only and name in originals:  # only while it holds the argument
+            arrays_only = at(
+                _Compare(
+                    at(ast.Name(name, ast.Load()), line),
+                    [ast.Is()],
+                    [at(ast.Name(ORIGINAL + name, ast.Load()), line)],
+                ),
+                line,
+            )
     else:
         out = [k.value for k in value.keywords if k.arg == "out"]
         if not (out and isinstance(out[0], ast.Name) and out[0].id in local()):
@@ -99,7 +105,7 @@ def _own(
     active: bool,
     filename: str,
     line: int,
-    arrays_only: bool = False,
+    arrays_only: bool | ast.expr = False,
     forward: bool = False,
 ) -> ast.stmt:
     """``name = _ad_own(name, label, site, active[, within, name[, arrays_only]])``
@@ -110,11 +116,13 @@ def _own(
         at(ast.Constant(f"{filename}:{line}"), line),
         at(ast.Constant(active), line),
     ]
-    if within is not None or arrays_only:
+    if within is not None or arrays_only is not False:
         container = ast.Name(id=within, ctx=ast.Load()) if within else ast.Constant(None)
         args += [at(container, line), at(ast.Constant(name), line)]
-    if arrays_only:
-        args.append(at(ast.Constant(True), line))
+    if arrays_only is not False:
+        args.append(
+            arrays_only if isinstance(arrays_only, ast.expr) else at(ast.Constant(True), line)
+        )
     store = at(ast.Name(id=name, ctx=ast.Store()), line)
     call = _call("_ad_own", *args, line=line)
     if forward:

@@ -221,7 +221,7 @@ class _Gen(Tape, Calls, ControlFlow, Closures, Regions, Tracked):
             originals=self.originals,
         )
         guard += ownership_guard(
-            s, True, self.params, self.local, self.filename, rebound=self.rebound_params
+            s, True, self.params, self.local, self.filename, originals=self.originals
         )
         refused = captured_write(tnames, value)
         if refused:
