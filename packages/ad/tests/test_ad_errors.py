@@ -300,3 +300,23 @@ def test_an_append_the_ad_cannot_follow_names_a_fix_that_works(mode):
             ad.jvp(_append_into_a_global, (a,), (1.0,))
     assert ad.gradient(_store_a_new_list_into_the_global, a)[0] == pytest.approx(3 * a * a)
     assert ad.jvp(_store_a_new_list_into_the_global, (a,), (1.0,))[1] == pytest.approx(3 * a * a)
+
+
+def two_arguments(a, b):
+    return a * b
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: ad.gradient(two_arguments, 1.0), r"two_arguments\(\) missing 1 required"),
+        (lambda: ad.gradient(two_arguments, 1.0, 2.0, 3.0), r"two_arguments\(\) takes 2"),
+        (lambda: ad.jvp(two_arguments, (1.0,), (1.0,)), r"two_arguments\(\) missing"),
+        (lambda: ad.gradient(two_arguments, 1.0, c=2.0), r"two_arguments\(\) got an unexpected"),
+    ],
+    ids=["too few", "too many", "jvp", "keyword"],
+)
+def test_a_wrong_call_names_the_users_function_not_the_generated_one(call, message):
+    with pytest.raises(TypeError, match=message) as info:
+        call()
+    assert "_ad_" not in str(info.value)

@@ -91,6 +91,7 @@ class Compiled:
         own = dict(zip(f.__code__.co_freevars, f.__closure__ or ()))
         cells = tuple(own[n] if n in own else self.helper_cells[n] for n in self.code.co_freevars)
         fn = types.FunctionType(self.code, f.__globals__, f.__name__, f.__defaults__, cells)
+        fn.__qualname__ = f.__qualname__  # a wrong call's TypeError names the user's function
         if self.elides:  # the generated keyword-only parameter's default
             fn.__kwdefaults__ = {NO_VALUE: False, **(f.__kwdefaults__ or {})}
         elif f.__kwdefaults__:
