@@ -44,11 +44,10 @@ from ad.transform.activity import (
 from ad.transform.bindings import FORWARD
 from ad.transform.compiled import Compiled, signature_of
 from ad.transform.guards import (
-    argument_write_guard,
+    active_write_guards,
     captured_write,
     local_names,
     original_arguments,
-    ownership_guard,
     rebound_names,
     rebound_parameters,
     returned_names,
@@ -327,20 +326,7 @@ class _Gen:
         refused = captured_write(names, value)
         if refused:
             raise self.error(s, refused)
-        guards = argument_write_guard(
-            value,
-            self.active,
-            self.params,
-            self.mutable_params,
-            self.filename,
-            line,
-            True,
-            self.rebound_params,
-            self.originals,
-        )
-        guards += ownership_guard(
-            s, True, self.params, self.local, self.filename, True, self.originals
-        )
+        guards = active_write_guards(s, self, forward=True)
         marks = self.marks.after(value, line) if self.marks is not None else []
         return [*guards, *self.call(target, names, value, line), *marks]
 

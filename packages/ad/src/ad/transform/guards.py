@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import Any
 
 from ad.transform._nodes import at
 from ad.transform._nodes import call as _call
@@ -19,6 +20,7 @@ from ad.transform.writers import WRITER_PREFIX
 
 __all__ = [
     "ORIGINAL",
+    "active_write_guards",
     "argument_write_guard",
     "local_names",
     "original_arguments",
@@ -199,6 +201,28 @@ def argument_write_guard(
         check = _call("_ad_argument_write", *args, line=line)
         return [ast.Expr(value=check, lineno=line, col_offset=0)]
     return []
+
+
+def active_write_guards(s: ast.Assign, gen: Any, forward: bool = False) -> list[ast.stmt]:
+    """``argument_write_guard`` then ``ownership_guard`` for the differentiated
+    statement ``s``, with the reverse or forward generator ``gen``'s facts
+    (``active``, ``params``, ``mutable_params``, ``rebound_params``, the set
+    ``originals`` it fills, ``local``, ``filename``)."""
+    line = s.lineno
+    guards = argument_write_guard(
+        s.value,
+        gen.active,
+        gen.params,
+        gen.mutable_params,
+        gen.filename,
+        line,
+        forward,
+        gen.rebound_params,
+        gen.originals,
+    )
+    return guards + ownership_guard(
+        s, True, gen.params, gen.local, gen.filename, forward, gen.originals
+    )
 
 
 #: ``_ad_arg_x``: the object the parameter ``x`` held at entry (``original_arguments``)

@@ -46,7 +46,7 @@ from ad.transform._nodes import store as _sn
 from ad.transform.activity import param_names, value_is_active
 from ad.transform.codegen import mark_located
 from ad.transform.guards import (
-    argument_write_guard,
+    active_write_guards,
     captured_write,
     local_names,
     original_arguments,
@@ -210,19 +210,7 @@ class _Gen(Tape, Calls, ControlFlow, Closures, Regions, Tracked):
             # An undifferentiated write in place must not reach what the tape saved.
             own = ownership_guard(s, False, self.params, self.local, self.filename)
             return [*own, plain(in_place_form(s))], self.reset(tnames, line)
-        guard = argument_write_guard(
-            value,
-            self.active,
-            self.params,
-            self.mutable_params,
-            self.filename,
-            line,
-            rebound=self.rebound_params,
-            originals=self.originals,
-        )
-        guard += ownership_guard(
-            s, True, self.params, self.local, self.filename, originals=self.originals
-        )
+        guard = active_write_guards(s, self)
         refused = captured_write(tnames, value)
         if refused:
             raise self.error(s, refused)
