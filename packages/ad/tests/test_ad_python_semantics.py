@@ -358,3 +358,33 @@ def test_plain_objects_still_plain():
     assert ro.write_route(Base(1.0), "w", 2.0) is None
     assert ro.read_route(Prop(1.0), "area") is not None
     assert (Base, "w", False) in ro._READS  # worked out once per type and name
+
+
+# --- conversions through the data model: float(obj), complex(obj) ----------------
+
+
+class Measured:
+    def __init__(self, value, scale):
+        self.value = value
+        self.scale = scale
+
+    def __float__(self):
+        return self.value * self.scale
+
+    def __complex__(self):
+        return complex(self.value, self.scale)
+
+
+def test_float_and_complex_of_an_object_run_its_methods():
+    def of(v):
+        return Measured(float(v[0]), float(v[1]))  # __float__ must return a float
+
+    check_all(lambda v: float(of(v)) ** 2 + v[1], [1.5, 3.0], hessian=False)
+    check_all(lambda v: abs(complex(of(v))) ** 2, [1.5, 3.0], hessian=False)
+    # 2 (a b) b and 2 (a b) a + 1, by hand
+    assert ad.gradient(lambda a, b: float(Measured(a, b)) ** 2 + b, 1.5, 3.0) == (27.0, 14.5)
+
+
+def test_float_of_an_object_without_the_method_is_pythons_error():
+    with pytest.raises(TypeError, match="float"):
+        ad.gradient(lambda a: float(Base(a)), 1.5)

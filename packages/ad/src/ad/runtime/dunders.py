@@ -34,7 +34,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["defines_inplace", "dispatch", "method", "overriding"]
+__all__ = ["CONVERSIONS", "defines_inplace", "dispatch", "method", "overriding"]
 
 _FunctionType = types.FunctionType
 
@@ -69,7 +69,14 @@ _UNARY: dict[Any, tuple[str, str]] = {
     math.floor: ("__floor__", "must be real number, not {}"),
     math.ceil: ("__ceil__", "must be real number, not {}"),
     math.trunc: ("__trunc__", "type {} doesn't define __trunc__ method"),
+    builtins.float: ("__float__", "float() argument must be a string or a real number, not '{}'"),
+    builtins.complex: (
+        "__complex__",
+        "complex() first argument must be a string or a number, not '{}'",
+    ),
 }
+#: classes whose call on an object runs its method: ``float(obj)`` is ``obj.__float__()``
+CONVERSIONS = frozenset([builtins.float, builtins.complex])
 #: the unary operators that take a second argument (``obj[key]``, ``round(x, n)``)
 _WITH_ARGUMENT = {operator.getitem: (2,), builtins.round: (1, 2)}
 #: ``x op= y`` -> (its method, the binary operator it falls back to)

@@ -260,6 +260,10 @@ def _fallback(f: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict |
             return out
         return _plain_calls.forward_call(f, ts, args, kwargs, kw_ts, function_name(f))
     if isinstance(f, type):
+        if f in _dunders.CONVERSIONS and not kwargs:  # float(obj): its own __float__
+            out = _dunders.dispatch(f, args, _dunder_call(ts, args))
+            if out is not None:
+                return out
         return _construct(f, ts, args, kwargs, kw_ts)
     if tf is functools.partial:
         return _call_partial(f, ts, args, kwargs, kw_ts)

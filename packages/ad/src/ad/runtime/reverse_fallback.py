@@ -82,6 +82,10 @@ def _fallback_dispatch(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, C
             return out
         return _plain_calls.reverse_call(f, args, kwargs, function_name(f))
     if isinstance(f, type):
+        if f in _dunders.CONVERSIONS and not kwargs:  # float(obj): its own __float__
+            out = _dunders.dispatch(f, args, _dunder_call(args))
+            if out is not None:
+                return out
         return _construct(f, args, kwargs)
     if tf is functools.partial:
         return _call_partial(f, args, kwargs)
