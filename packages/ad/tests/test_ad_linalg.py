@@ -70,3 +70,103 @@ def test_hessian_through_unpacked_factorizations(f, hessian, n):
     np.testing.assert_allclose(hessian(f, x), fd_hessian(f, x), rtol=1e-5, atol=1e-5)
     diag = ad.diaghessian(f, x)[0]
     np.testing.assert_allclose(diag.reshape(-1), np.diag(fd_hessian(f, x)), rtol=1e-5, atol=1e-5)
+
+
+# --- eigh and eigvalsh read one triangle of a non-symmetric input -----------------------
+#
+# numpy's eigh reads the triangle UPLO names (scipy's: lower) and the real part of the
+# diagonal; the other entries get derivative 0 (they did not: the rules differentiated
+# (a + aᴴ)/2, a nonzero derivative along the ignored triangle).
+
+C = np.array([1.0, -2.0, 0.5, 3.0])
+
+
+def eigh_values_loss(a):
+    w, v = np.linalg.eigh(a)
+    return np.sum(w * C[: w.shape[-1]]) + np.sum(np.abs(v[..., 0, :]) ** 2 * w)
+
+
+def eigh_upper_loss(a):
+    w, v = np.linalg.eigh(a, "U")
+    return np.sum(w * w) + np.sum(np.abs(v[..., -1, :]) ** 2 * C[: w.shape[-1]])
+
+
+def eigvalsh_keyword_loss(a):
+    w = np.linalg.eigvalsh(a, UPLO="U")
+    return np.sum(w * C[: w.shape[-1]]) + np.prod(w)
+
+
+def scipy_eigh_loss(a):
+    import scipy.linalg as sl
+
+    w = sl.eigh(a, lower=False, eigvals_only=True)
+    return np.sum(w**3) + np.sum(sl.eigvalsh(a) * C[: w.shape[-1]])
+
+
+def _nonsymmetric(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.normal(size=shape)
+    return (a + 3 * np.diag(np.arange(shape[-1]))).astype(dtype)
+
+
+def _fd_gradient(f, a, h=1e-6):
+    """Central differences of a real f in each real (and imaginary) part of a."""
+    g = np.zeros(a.shape, dtype=a.dtype)
+    for k in np.ndindex(a.shape):
+        for unit in (1.0, 1j) if a.dtype.kind == "c" else (1.0,):
+            e = np.zeros_like(a)
+            e[k] = unit * h
+            g[k] += unit * (f(a + e) - f(a - e)) / (2 * h)
+    return g
+
+
+LOSSES = [eigh_values_loss, eigh_upper_loss, eigvalsh_keyword_loss, scipy_eigh_loss]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("shape", [(2, 2), (4, 4), (2, 3, 3)])
+@pytest.mark.parametrize("f", LOSSES, ids=lambda f: f.__name__)
+def test_eigh_of_a_nonsymmetric_input_matches_finite_differences(f, shape, dtype):
+    if f is scipy_eigh_loss:
+        pytest.importorskip("scipy")
+    a = _nonsymmetric(shape, dtype, seed=sum(shape))
+    expected = _fd_gradient(f, a)
+    (g,) = ad.gradient(f, a)
+    np.testing.assert_allclose(g, expected, rtol=1e-6, atol=1e-7)
+    d = _nonsymmetric(shape, dtype, seed=99)
+    _, ẏ = ad.jvp(f, (a,), (d,))
+    np.testing.assert_allclose(ẏ, np.real(np.sum(np.conj(expected) * d)), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigvalsh_gradient_by_hand_and_along_a_float(uplo):
+    # Σ w² = ‖S‖²_F: 4·a on the read strict triangle, 2·a on the diagonal, 0 elsewhere.
+    a = _nonsymmetric((3, 3), np.float64, seed=1)
+    strict = np.tril(a, -1) if uplo == "L" else np.triu(a, 1)
+    (g,) = ad.gradient(lambda x: np.sum(np.linalg.eigvalsh(x, uplo) ** 2), a)
+    np.testing.assert_allclose(g, 4 * strict + 2 * np.diag(np.diag(a)), rtol=1e-12)
+
+    # A float parameter moving only the ignored triangle: derivative exactly 0; moving
+    # the read one: d/dt Σ w(a + t b)² = 2 ⟨S, Ṡ⟩.
+    ignored = np.triu(np.ones((3, 3)), 1) if uplo == "L" else np.tril(np.ones((3, 3)), -1)
+
+    def along(t, b):
+        return np.sum(np.linalg.eigvalsh(a + t * b, UPLO=uplo) ** 2)
+
+    assert ad.gradient(along, 0.5, ignored)[0] == 0.0
+    assert ad.jvp(lambda t: along(t, ignored), (0.5,), (1.0,))[1] == 0.0
+    read = ignored.T
+    t = 0.5
+    s = a + t * read
+    s = (np.tril(s) + np.tril(s, -1).T) if uplo == "L" else (np.triu(s) + np.triu(s, 1).T)
+    expected = 2 * np.sum(s * (read + read.T))
+    np.testing.assert_allclose(ad.gradient(along, t, read)[0], expected, rtol=1e-10)
+    np.testing.assert_allclose(ad.jvp(lambda t: along(t, read), (t,), (1.0,))[1], expected)
+
+
+def test_eigh_hessian_of_a_nonsymmetric_input():
+    a = _nonsymmetric((3, 3), np.float64, seed=5)
+    for f in (eigh_values_loss, eigvalsh_keyword_loss):
+        np.testing.assert_allclose(ad.hessian(f, a), fd_hessian(f, a), rtol=1e-5, atol=1e-5)

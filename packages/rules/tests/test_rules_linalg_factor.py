@@ -1,10 +1,12 @@
 """Rules for cholesky, qr, eigh and eigvalsh, and a Gaussian log-density
 composed from the cholesky and solve pullbacks.
 
-cholesky/eigh/eigvalsh are differentiated as functions of herm(a) = (a + aᴴ)/2
-(LINALG.md), while finite differences of numpy's function see only one triangle
-of ``a``. So they are tested through ``g(x) = f(herm(x))``, whose rules are the
-registered ones composed by hand with herm's (self-adjoint) derivative.
+cholesky is differentiated as a function of herm(a) = (a + aᴴ)/2 (LINALG.md),
+while finite differences of numpy's function see only one triangle of ``a``:
+it is tested through ``g(x) = f(herm(x))``, whose rules are the registered ones
+composed by hand with herm's (self-adjoint) derivative. eigh/eigvalsh are
+differentiated exactly as numpy computes them, from one triangle (``UPLO``) and
+the real diagonal: tested on non-symmetric input directly, and through herm.
 """
 
 import sys
@@ -31,36 +33,38 @@ def spd(*shape, dtype=np.float64):
     return x @ mH(x) + shape[-1] * np.eye(shape[-1])
 
 
-def on_herm(f, post=None):
-    """``g(x, **kw) = post(f(herm(x), **kw))`` with rules composed from f's.
+def on_herm(f, post=None, pre=herm):
+    """``g(x, **kw) = post(f(pre(x), **kw))`` with rules composed from f's.
 
     ``post`` (optional) maps f's output to a gauge-invariant value; it comes as
-    ``(forward, pushforward, pullback)`` functions of (output, ...).
+    ``(forward, pushforward, pullback)`` functions of (output, ...). ``pre`` is a
+    linear self-adjoint map of the input (herm; None: the identity).
     """
+    pre = pre or (lambda x: x)
 
     def g(x, **kw):
-        y = f(herm(np.asarray(x)), **kw)
+        y = f(pre(np.asarray(x)), **kw)
         return y if post is None else post[0](y)
 
     @rrule.register(g)
     def _(x, **kw):
-        y, pb = rrule(f, herm(np.asarray(x)), **kw)
+        y, pb = rrule(f, pre(np.asarray(x)), **kw)
 
         def g_pullback(z̄):
             z̄ = unthunk(z̄)
             if isinstance(z̄, AbstractZero):
                 return NoTangent(), z̄
             ȳ = z̄ if post is None else post[2](y, z̄)
-            return NoTangent(), herm(pb(ȳ)[1])
+            return NoTangent(), pre(pb(ȳ)[1])
 
         return (y if post is None else post[0](y)), g_pullback
 
     @frule.register(g)
     def _(ḟ, ẋ, x, **kw):
-        y, ẏ = frule((ḟ, herm(np.asarray(ẋ))), f, herm(np.asarray(x)), **kw)
+        y, ẏ = frule((ḟ, pre(np.asarray(ẋ))), f, pre(np.asarray(x)), **kw)
         return (y, ẏ) if post is None else (post[0](y), post[1](y, ẏ))
 
-    g.__qualname__ = f"{f.__name__}∘herm"
+    g.__qualname__ = f"{f.__name__}∘pre"
     return g
 
 
@@ -166,6 +170,84 @@ def test_eigh_degenerate_eigenvectors_warn():
 def test_eigh_bad_uplo():
     with pytest.raises(ValueError, match="UPLO"):
         rrule(np.linalg.eigh, np.eye(2), UPLO="X")
+
+
+# eigh/eigvalsh read one triangle of a and the real part of its diagonal: on a
+# non-symmetric (non-Hermitian) input the derivative along the other triangle
+# (and the imaginary diagonal) is exactly zero, which finite differences check.
+def nonsym(*shape, dtype=np.float64):
+    """A non-symmetric matrix whose triangles' Hermitian completions have distinct
+    eigenvalues (1, 2, ... on the diagonal)."""
+    return (rand(*shape, dtype=dtype) + 3 * np.diag(np.arange(shape[-1]))).astype(dtype)
+
+
+def uplo_kw(uplo):
+    """``UPLO`` as a keyword or (``"pos"`` suffix) positionally: (args, fkwargs)."""
+    return ((uplo[0],), {}) if uplo.endswith("pos") else ((), {"UPLO": uplo})
+
+
+UPLOS = ["L", "U", "u", "Lpos", "Upos"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (2, 4, 4)])
+@pytest.mark.parametrize("uplo", UPLOS)
+def test_eigvalsh_reads_one_triangle(shape, dtype, uplo):
+    args, kw = uplo_kw(uplo)
+    both(np.linalg.eigvalsh, nonsym(*shape, dtype=dtype), *args, fkwargs=kw)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4)])
+@pytest.mark.parametrize("uplo", UPLOS)
+def test_eigh_real_reads_one_triangle(shape, uplo):
+    # numpy's driver keeps real eigenvector signs continuous: the vectors directly.
+    args, kw = uplo_kw(uplo)
+    both(np.linalg.eigh, nonsym(*shape), *args, fkwargs=kw)
+
+
+eigh_invariant_raw = on_herm(np.linalg.eigh, (_eigh_post_f, _eigh_post_fwd, _eigh_post_back), None)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 3), (2, 3, 3)])
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigh_gauge_invariant_reads_one_triangle(shape, dtype, uplo):
+    both(eigh_invariant_raw, nonsym(*shape, dtype=dtype), fkwargs={"UPLO": uplo})
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigvalsh_hand_derived(dtype, uplo):
+    # Σ w² = ‖S‖²_F with S the Hermitian completion of one triangle: its gradient is
+    # 4·a on that strict triangle, 2·Re a on the diagonal, 0 on the other triangle.
+    # Σ w = tr S: the identity. det S = Π w (2x2: s00 s11 - |s10|²).
+    a = nonsym(3, 3, dtype=dtype)
+    tri = np.tril if uplo == "L" else np.triu
+    k = -1 if uplo == "L" else 1
+    w, pb = rrule(np.linalg.eigvalsh, a, UPLO=uplo)
+    np.testing.assert_allclose(pb(2 * w)[1], 4 * tri(a, k) + 2 * np.diag(a.diagonal().real))
+    np.testing.assert_allclose(pb(np.ones(3))[1], np.eye(3), atol=1e-14)
+    b = a[:2, :2]
+    w, pb = rrule(np.linalg.eigvalsh, b, UPLO=uplo)
+    c = b[1, 0] if uplo == "L" else b[0, 1]
+    d̄ = np.array([[b[1, 1].real, 0], [-2 * c, b[0, 0].real]])
+    np.testing.assert_allclose(pb(w[::-1])[1], d̄ if uplo == "L" else d̄.T, atol=1e-14)
+    other = np.triu(np.ones((3, 3)), 1) if uplo == "L" else np.tril(np.ones((3, 3)), -1)
+    imag_diagonal = (1j * np.eye(3),) if dtype == np.complex128 else ()
+    for ȧ in (other, *imag_diagonal):
+        _, ẇ = frule((None, ȧ), np.linalg.eigvalsh, a, UPLO=uplo)
+        np.testing.assert_allclose(ẇ, 0, atol=1e-14)
+
+
+@pytest.mark.parametrize("f", [np.linalg.eigvalsh, np.linalg.eigh])
+def test_eigh_float32_reads_one_triangle(f):
+    a = nonsym(3, 3).astype(np.float32)
+    test_frule(f, a, rtol=1e-2, atol=1e-2)
+    y, pb = rrule(f, a)
+    ȳ = np.ones_like(y) if f is np.linalg.eigvalsh else (np.ones(3), np.zeros((3, 3)))
+    ā = pb(ȳ)[1]
+    assert ā.dtype == np.float32
+    np.testing.assert_array_equal(np.triu(ā, 1), 0)
 
 
 # QR's R has a real diagonal (LAPACK), which fixes the gauge of complex Q: no wrapper needed.

@@ -1,11 +1,13 @@
 """Rules for scipy.linalg, checked against finite differences.
 
 Functions differentiated under the Hermitian (symmetric) convention --
-``cholesky``, ``cho_factor``, ``eigh``, ``eigvalsh``, ``solve``/``inv`` with
-``assume_a`` 'sym'/'her'/'pos' -- read one triangle of ``a`` in scipy, so they
-are tested through ``g(x) = f(herm(x))`` (``f(sym(x))``), whose rules are the
-registered ones composed by hand with that self-adjoint map (see
-``test_rules_linalg_factor.py``). Complex eigenvectors and singular vectors go
+``cholesky``, ``cho_factor``, ``solve``/``inv`` with ``assume_a``
+'sym'/'her'/'pos' -- read one triangle of ``a`` in scipy, so they are tested
+through ``g(x) = f(herm(x))`` (``f(sym(x))``), whose rules are the registered
+ones composed by hand with that self-adjoint map (see
+``test_rules_linalg_factor.py``). ``eigh``/``eigvalsh`` are differentiated
+exactly as functions of the triangle they read: tested on non-Hermitian input
+directly too. Complex eigenvectors and singular vectors go
 through gauge-invariant maps of the outputs. Integer pivots inside a tuple
 argument (``lu_solve``'s ``(lu, piv)``) are passed to a wrapper as a keyword,
 so that finite differences leave them alone.
@@ -439,6 +441,39 @@ def test_eigvalsh(dtype):
     a = hpd(4, 4, dtype=dtype)
     check(composed(sl.eigvalsh, herm), (a,), {"subset_by_index": [0, 1]}, dtype)
     check(composed(sl.eigvalsh, herm), (a,), {}, dtype)
+
+
+def nonsym(*shape, dtype=np.float64):
+    """``hpd`` plus small random off-diagonal entries (and an imaginary diagonal when
+    complex): not Hermitian; each triangle's Hermitian completion keeps distinct
+    eigenvalues."""
+    n = shape[-1]
+    x = 0.1 * rand(*shape, dtype=dtype) * (1 - np.eye(n))
+    imag = 0.5j * np.eye(n) if np.dtype(dtype).kind == "c" else 0
+    return (hpd(*shape, dtype=dtype) + x + imag).astype(dtype)
+
+
+# scipy's eigh/eigvalsh read the triangle `lower` names and the real diagonal: on
+# non-Hermitian input the other triangle (and the imaginary diagonal) get no derivative.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4)])
+@pytest.mark.parametrize("lower", [False, True])
+def test_eigh_reads_one_triangle(shape, lower, dtype):
+    a = nonsym(*shape, dtype=dtype)
+    check(composed(sl.eigh, None, _eigh_post()), (a,), {"lower": lower}, dtype)
+    check(sl.eigvalsh, (a,), {"lower": lower}, dtype)
+    check(sl.eigh, (a,), {"lower": lower, "eigvals_only": True, "subset_by_index": [1, 2]}, dtype)
+
+
+@pytest.mark.parametrize("lower", [False, True])
+def test_eigvalsh_reads_one_triangle_by_hand(lower):
+    # Σ w² = ‖S‖²_F: 4·a on the read strict triangle, 2·Re a on the diagonal, 0 elsewhere.
+    a = nonsym(4, 4, dtype=np.complex128)
+    w, pb = rrule(sl.eigvalsh, a, lower=lower)
+    strict = np.tril(a, -1) if lower else np.triu(a, 1)
+    np.testing.assert_allclose(pb(2 * w)[1], 4 * strict + 2 * np.diag(a.diagonal().real))
+    _, ẇ = frule((None, np.triu(a, 1) if lower else np.tril(a, -1)), sl.eigvalsh, a, lower=lower)
+    np.testing.assert_allclose(ẇ, 0, atol=1e-14)
 
 
 def test_eigh_refusals():

@@ -1,10 +1,12 @@
 """numpy.linalg factorization rules: cholesky, qr, eigh, eigvalsh.
 
-Hermitian inputs (cholesky, eigh, eigvalsh) are differentiated as functions of
-``(a + aᴴ) / 2``: the frule symmetrizes the input tangent and the pullback
-returns a Hermitian cotangent (as ChainRules does). On a Hermitian input that
-equals numpy's function, whose LAPACK call reads only one triangle, in every
-Hermitian direction, and it keeps gradient steps on a covariance Hermitian.
+``eigh``/``eigvalsh`` read one triangle of ``a`` (``UPLO``) and the real part
+of its diagonal: they are differentiated exactly as functions of that
+triangle, ``S = T + Tᴴ + Re diag(a)`` with ``T`` its strict part, so the
+cotangent of the ignored triangle is zero (``triangle_hermitian`` and its
+adjoint ``triangle_cotangent``). ``cholesky`` is differentiated as a function
+of ``(a + aᴴ) / 2`` (a Hermitian cotangent, as ChainRules does), which agrees
+with numpy's function in every Hermitian direction.
 Conventions and restrictions: LINALG.md.
 """
 
@@ -60,6 +62,33 @@ non_differentiable(_tril_half_weights)
 def _tril_half_of(m: np.ndarray) -> np.ndarray:
     """``tril(m, -1) + diag(m) / 2`` in one pass (Φ, with a complex diagonal kept)."""
     return m * _tril_half_weights(m.shape[-1], m.real.dtype)
+
+
+def _triangle_weights(n: int, dtype: np.dtype, lower: bool) -> np.ndarray:
+    """1 on the strict triangle ``lower`` names, 1/2 on the diagonal, 0 elsewhere."""
+    w = _tril_half_weights(n, dtype)
+    return w if lower else w.T
+
+
+def triangle_hermitian(x: np.ndarray, lower: bool, dtype: np.dtype) -> np.ndarray:
+    """The Hermitian matrix LAPACK's eigensolvers read from ``x``: the strict triangle
+    ``lower`` names, its conjugate mirrored across the diagonal, and ``Re diag(x)``.
+
+    With ``Y = x ∘ W`` (``W``: 1 on that strict triangle, 1/2 on the diagonal)
+    this is ``Y + Yᴴ``. It is linear: the tangent of eigh's input, read as numpy
+    reads it. ``dtype`` is the real dtype of the weights (the eigenvalues').
+    """
+    y = x * _triangle_weights(x.shape[-1], dtype, lower)
+    return y + mH(y)
+
+
+def triangle_cotangent(g: np.ndarray, lower: bool, dtype: np.dtype) -> np.ndarray:
+    """The adjoint of ``triangle_hermitian``: ``(g + gᴴ) ∘ W``.
+
+    Entries of the read strict triangle get ``gᵢⱼ + conj(gⱼᵢ)``, the diagonal
+    ``Re gᵢᵢ``, the ignored triangle 0 (for ``⟨a, b⟩ = Re tr(aᴴ b)``).
+    """
+    return (g + mH(g)) * _triangle_weights(g.shape[-1], dtype, lower)
 
 
 def _cholesky_pullback(L: np.ndarray, L̄: np.ndarray) -> np.ndarray:
@@ -218,33 +247,44 @@ def _inv_gaps(w: np.ndarray, fname: str, used: bool) -> np.ndarray:
         return np.where(close, 0.0, 1.0 / np.where(close, 1.0, gaps))
 
 
-def _check_uplo(fname, a, rest, kw, f):
+def _uplo_lower(fname, a, rest, kw, f) -> bool:
+    """Whether ``UPLO`` (positional or keyword, any case, as numpy takes it) is 'L'."""
     uplo = bind(f, (a, *rest), kw)["UPLO"]
+    uplo = uplo.upper() if isinstance(uplo, str) else uplo
     if uplo not in ("L", "U"):
         raise ValueError(f"{fname}: UPLO must be 'L' or 'U', got {uplo!r}")
+    return uplo == "L"
 
 
-def eigh_cotangent(w, v, w̄, v̄, fname: str) -> np.ndarray:
-    """The Hermitian ā for eigh's ``(w, V)`` given cotangents w̄, V̄ (zeros allowed)."""
+def eigh_cotangent(w, v, w̄, v̄, fname: str, lower: bool) -> np.ndarray:
+    """ā for eigh's ``(w, V)`` given cotangents w̄, V̄ (zeros allowed): zero on the
+    triangle ``lower`` does not name, which eigh never reads."""
     p̄ = diag_embed(dense(w̄, w).astype(v.dtype))
     if not is_zero(v̄):
-        # V̇ = V (F ∘ P) with P = Vᴴ ȧ V; the diagonal (phase) of Vᴴ V̄ is gauge.
+        # V̇ = V (F ∘ P) with P = Vᴴ Ṡ V; the diagonal (phase) of Vᴴ V̄ is gauge.
         f = _inv_gaps(w, fname, used=True)
         p̄ = p̄ + f * (mH(v) @ asarray(v̄))
-    return herm(v @ p̄ @ mH(v))
+    return triangle_cotangent(v @ p̄ @ mH(v), lower, w.dtype)
 
 
-def eigh_tangent(w, v, ȧ, fname: str) -> tuple[np.ndarray, np.ndarray]:
-    """(ẇ, V̇) of eigh's ``(w, V)`` along ``herm(ȧ)``; ``diag(Vᴴ V̇) = 0``."""
-    p = mH(v) @ herm(ȧ) @ v
+def eigh_tangent(w, v, ȧ, fname: str, lower: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(ẇ, V̇) of eigh's ``(w, V)`` along ȧ read as eigh reads ``a`` (one triangle);
+    ``diag(Vᴴ V̇) = 0``."""
+    p = mH(v) @ triangle_hermitian(ȧ, lower, w.dtype) @ v
     ẇ = np.diagonal(p, axis1=-2, axis2=-1).real
     return ẇ, v @ (_inv_gaps(w, fname, used=True) * p)
+
+
+def eigvals_tangent(w, v, ȧ, lower: bool) -> np.ndarray:
+    """ẇᵢ = vᵢᴴ Ṡ vᵢ with Ṡ the tangent ȧ read as eigh reads ``a`` (one triangle)."""
+    ṡ = triangle_hermitian(ȧ, lower, w.dtype)
+    return np.einsum("...ji,...jk,...ki->...i", v.conj(), ṡ, v).real
 
 
 @rrule.register(np.linalg.eigh)
 def _(a, *rest, **kw):
     a_ = asarray(a)
-    _check_uplo("numpy.linalg.eigh", a_, rest, kw, np.linalg.eigh)
+    lower = _uplo_lower("numpy.linalg.eigh", a_, rest, kw, np.linalg.eigh)
     res = np.linalg.eigh(a_, *rest, **kw)
     w, v = res
 
@@ -252,7 +292,7 @@ def _(a, *rest, **kw):
         w̄, v̄ = entries(ȳ, 2)
         if is_zero(w̄) and is_zero(v̄):
             return NoTangent(), ZeroTangent(), *nondiff_rest(rest)
-        ā = eigh_cotangent(w, v, w̄, v̄, "numpy.linalg.eigh")
+        ā = eigh_cotangent(w, v, w̄, v̄, "numpy.linalg.eigh", lower)
         return NoTangent(), project(a, ā), *nondiff_rest(rest)
 
     return res, eigh_pullback
@@ -262,27 +302,27 @@ def _(a, *rest, **kw):
 def _(ḟ, *args, **kw):
     h = len(args) // 2
     ȧ, a, rest = args[0], asarray(args[h]), args[h + 1 :]
-    _check_uplo("numpy.linalg.eigh", a, rest, kw, np.linalg.eigh)
+    lower = _uplo_lower("numpy.linalg.eigh", a, rest, kw, np.linalg.eigh)
     res = np.linalg.eigh(a, *rest, **kw)
     if is_zero(ȧ):
         return res, ZeroTangent()
     w, v = res
-    ẇ, v̇ = eigh_tangent(w, v, asarray(unthunk(ȧ)), "numpy.linalg.eigh")
+    ẇ, v̇ = eigh_tangent(w, v, asarray(unthunk(ȧ)), "numpy.linalg.eigh", lower)
     return res, Tangent[type(res)](eigenvalues=project(w, ẇ), eigenvectors=project(v, v̇))
 
 
 @rrule.register(np.linalg.eigvalsh)
 def _(a, *rest, **kw):
     a_ = asarray(a)
-    _check_uplo("numpy.linalg.eigvalsh", a_, rest, kw, np.linalg.eigvalsh)
+    lower = _uplo_lower("numpy.linalg.eigvalsh", a_, rest, kw, np.linalg.eigvalsh)
     w, v = np.linalg.eigh(a_, *rest, **kw)
 
     def eigvalsh_pullback(w̄):
         w̄ = unthunk(w̄)
         if is_zero(w̄):
             return NoTangent(), w̄, *nondiff_rest(rest)
-        ā = (v * asarray(w̄)[..., None, :]) @ mH(v)
-        return NoTangent(), project(a, herm(ā)), *nondiff_rest(rest)
+        ā = triangle_cotangent((v * asarray(w̄)[..., None, :]) @ mH(v), lower, w.dtype)
+        return NoTangent(), project(a, ā), *nondiff_rest(rest)
 
     return w, eigvalsh_pullback
 
@@ -291,9 +331,8 @@ def _(a, *rest, **kw):
 def _(ḟ, *args, **kw):
     h = len(args) // 2
     ȧ, a, rest = args[0], asarray(args[h]), args[h + 1 :]
-    _check_uplo("numpy.linalg.eigvalsh", a, rest, kw, np.linalg.eigvalsh)
+    lower = _uplo_lower("numpy.linalg.eigvalsh", a, rest, kw, np.linalg.eigvalsh)
     w, v = np.linalg.eigh(a, *rest, **kw)
     if is_zero(ȧ):
         return w, ZeroTangent()
-    ẇ = np.einsum("...ji,...jk,...ki->...i", v.conj(), herm(asarray(unthunk(ȧ))), v).real
-    return w, project(w, ẇ)
+    return w, project(w, eigvals_tangent(w, v, asarray(unthunk(ȧ)), lower))

@@ -22,11 +22,13 @@ rule time for options without a derivative). Specific to scipy:
   the strict lower (``L``, unit diagonal) and upper (``U``) parts of ``lu``,
   ``solve_banded`` the band entries of ``ab`` (not its unused corners),
   ``solve``/``inv`` with ``assume_a`` 'diagonal', 'tridiagonal', 'upper
-  triangular' or 'lower triangular' that structure of ``a``: the cotangent is
-  zero elsewhere and the tangent there is ignored. These are exact.
-* **Symmetric and Hermitian inputs** (``cholesky``, ``cho_factor``, ``eigh``,
-  ``eigvalsh``; ``solve``/``inv`` with ``assume_a`` 'her'/'pos', and 'sym')
-  are differentiated, as numpy's ``cholesky``/``eigh`` are, as functions of
+  triangular' or 'lower triangular' that structure of ``a``; ``eigh`` and
+  ``eigvalsh`` the triangle ``lower`` names and the real part of the diagonal
+  (as numpy's ``eigh``): the cotangent is zero elsewhere and the tangent there
+  is ignored. These are exact.
+* **Symmetric and Hermitian inputs** (``cholesky``, ``cho_factor``;
+  ``solve``/``inv`` with ``assume_a`` 'her'/'pos', and 'sym') are
+  differentiated, as numpy's ``cholesky`` is, as functions of
   ``herm(a) = (a + aᴴ)/2`` (``(a + aᵀ)/2`` for 'sym', which LAPACK treats as
   complex symmetric): the cotangent is Hermitian (symmetric) and the tangent
   is symmetrized first, although scipy reads only the triangle ``lower``

@@ -24,11 +24,12 @@ from rulescore import NoTangent, Tangent, ZeroTangent, frule, rrule, unthunk
 from ._linalg_factor import (
     eigh_cotangent,
     eigh_tangent,
+    eigvals_tangent,
     qr_cotangent,
     qr_tangent,
 )
 from ._linalg_svd import _svd_frule, _svd_pullback
-from ._linalg_util import bind, dense, entries, herm, is_zero, unsupported
+from ._linalg_util import bind, dense, entries, is_zero, unsupported
 from ._scipy_linalg_util import (
     _nd,
     _split,
@@ -60,50 +61,47 @@ def _eigh_setup(f, fname, a, rest, kw, values_only):
             "the derivative of a subset of eigenvectors needs the whole spectrum",
             "pass eigvals_only=True, or drop the subset and select columns afterwards",
         )
+    lower = bool(o["lower"])
     w, v = sl.eigh(
         np.asarray(a),
-        lower=o["lower"],
+        lower=lower,
         check_finite=o["check_finite"],
         subset_by_index=o["subset_by_index"],
         subset_by_value=o["subset_by_value"],
         driver=o["driver"],
     )
-    return values_only, w, v
-
-
-def _eigvals_tangent(v: np.ndarray, ȧ: np.ndarray) -> np.ndarray:
-    """ẇᵢ = vᵢᴴ herm(ȧ) vᵢ."""
-    return np.einsum("...ji,...jk,...ki->...i", v.conj(), herm(ȧ), v).real
+    return values_only, lower, w, v
 
 
 def _eigh_rules(f, fname, values_only_always):
     @rrule.register(f)
     def eigh_rrule(a, *rest, **kw):
-        values_only, w, v = _eigh_setup(f, fname, a, rest, kw, values_only_always)
+        values_only, lower, w, v = _eigh_setup(f, fname, a, rest, kw, values_only_always)
 
         def eigh_pullback(ȳ):
             w̄, v̄ = (unthunk(ȳ), ZeroTangent()) if values_only else entries(ȳ, 2)
             if is_zero(w̄) and is_zero(v̄):
                 return NoTangent(), ZeroTangent(), *_nd(len(rest))
-            return NoTangent(), project(a, eigh_cotangent(w, v, w̄, v̄, fname)), *_nd(len(rest))
+            ā = eigh_cotangent(w, v, w̄, v̄, fname, lower)
+            return NoTangent(), project(a, ā), *_nd(len(rest))
 
         return (w if values_only else (w, v)), eigh_pullback
 
     @frule.register(f)
     def eigh_frule(ḟ, *args, **kw):
         (ȧ, *_), (a, *rest) = _split(args)
-        values_only, w, v = _eigh_setup(f, fname, a, rest, kw, values_only_always)
+        values_only, lower, w, v = _eigh_setup(f, fname, a, rest, kw, values_only_always)
         out = w if values_only else (w, v)
         if is_zero(ȧ):
             return out, ZeroTangent()
         ȧ = np.asarray(unthunk(ȧ))
         if values_only:
-            return out, project(w, _eigvals_tangent(v, ȧ))
-        ẇ, v̇ = eigh_tangent(w, v, ȧ, fname)
+            return out, project(w, eigvals_tangent(w, v, ȧ, lower))
+        ẇ, v̇ = eigh_tangent(w, v, ȧ, fname, lower)
         return out, Tangent[tuple](project(w, ẇ), project(v, v̇))
 
-    eigh_rrule.__doc__ = f"rrule of ``{fname}``: a Hermitian cotangent (numpy's eigh math)."
-    eigh_frule.__doc__ = f"frule of ``{fname}`` along ``herm(ȧ)``."
+    eigh_rrule.__doc__ = f"rrule of ``{fname}``: zero on the triangle ``lower`` leaves unread."
+    eigh_frule.__doc__ = f"frule of ``{fname}`` along ȧ's triangle that ``lower`` names."
     return eigh_rrule, eigh_frule
 
 
