@@ -586,6 +586,51 @@ CASES["numpy.generic.item"] = Case(lambda x: x[1].item() * x, (n((3,)),), (cn((3
 CASES["numpy.generic.astype"] = Case(
     lambda x: np.sum(x * x).astype(x.dtype) * x, (n((3,)),), (cn((3,)),)
 )
+# a numpy scalar's methods (rules._numpy_scalar_methods): x[1] is one, float64 or complex128
+_SCALAR_METHODS = {  # name -> (call on the scalar s, complex supported)
+    "clip": (lambda s: s.clip(-0.5, 0.5), False),
+    "compress": (lambda s: s.compress([True]), True),
+    "conj": (lambda s: s.conj(), True),
+    "conjugate": (lambda s: s.conjugate(), True),
+    "copy": (lambda s: s.copy(), True),
+    "cumprod": (lambda s: s.cumprod(), True),
+    "cumsum": (lambda s: s.cumsum(), True),
+    "flatten": (lambda s: s.flatten(), True),
+    "max": (lambda s: s.max(), False),
+    "mean": (lambda s: s.mean(), True),
+    "min": (lambda s: s.min(keepdims=True), False),
+    "prod": (lambda s: s.prod(), True),
+    "ravel": (lambda s: s.ravel(), True),
+    "repeat": (lambda s: s.repeat(3), True),
+    "reshape": (lambda s: s.reshape(()), True),
+    "round": (lambda s: (s + 3.0).round(), False),
+    "squeeze": (lambda s: s.squeeze(), True),
+    "std": (lambda s: s.std(), True),
+    "sum": (lambda s: s.sum(), True),
+    "take": (lambda s: s.take([0, 0, 0]), True),
+    "tolist": (lambda s: s.tolist(), True),
+    "transpose": (lambda s: s.transpose(), True),
+    "var": (lambda s: s.var(), True),
+    "view": (lambda s: s.view(), True),
+}
+_SCALAR_POINT = np.array([0.7, -0.2, 0.4])
+CASES.update(
+    {
+        f"numpy.generic.{k}": Case(
+            lambda x, m=m: m(x[1]) * x, (_SCALAR_POINT,), (cn((3,)),) if c else None
+        )
+        for k, (m, c) in _SCALAR_METHODS.items()
+    }
+)
+CASES["numpy.generic.choose"] = Case(
+    lambda x: np.int64(1).choose((x[0], x[2])) * x, (n((3,)),), (cn((3,)),)
+)
+EXCLUDED.update(
+    {
+        f"numpy.generic.{k}": "numpy refuses it on a scalar (a 0-d array has no second axis)"
+        for k in ("diagonal", "swapaxes", "trace")
+    }
+)
 
 # ---------------------------------------------------------------- numpy.linalg
 L = np.linalg

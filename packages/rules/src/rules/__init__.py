@@ -6,7 +6,9 @@ rules) of numpy's in-place functions (``np.put_along_axis``, ``ufunc.at``, ...).
 ``rules.extension`` is for ADs and rule packages built on ``rules``: the helpers
 its rules are made of (un-broadcasting, the getitem rules of containers, the
 derivatives of numpy's elementwise functions, ...) and ``is_standard_rule``, which
-tells ``rules``' own rules from a user's.
+tells ``rules``' own rules from a user's. The methods of numpy scalars
+(``np.float64(x).clip(0, 1)``) run the rules of their ``ndarray`` namesakes
+(``rules._numpy_scalar_methods``, registered after every other rule).
 """
 
 from rulescore import register_lazy_rules
@@ -53,6 +55,10 @@ from . import (  # noqa: F401  (imported for their registrations)
     extension,
     functional,
 )
+
+# isort: split
+# Last: the methods of numpy scalars reuse the rules of every ndarray method above.
+from . import _numpy_scalar_methods  # noqa: F401  (imported for its registrations)
 from ._inventory import inventory
 
 # scipy is optional (the rules[scipy] extra) and costly to import (scipy.stats half a

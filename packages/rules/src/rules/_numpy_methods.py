@@ -19,7 +19,8 @@ input's dtype; to an integer or bool dtype it truncates and has no derivative.
 a rule only as the identity (the same dtype, an ``ndarray``). ``clip``,
 ``round``, ``compress``, ``choose`` and the index queries (``argmax``, ...) are
 ruled beside their functions (``_numpy_binary``, ``_numpy_selection``,
-``_numpy_assembly``).
+``_numpy_assembly``). The same methods of numpy scalars (``np.generic.clip``) run
+these rules on a 0-d array (``_numpy_scalar_methods``).
 """
 
 from __future__ import annotations

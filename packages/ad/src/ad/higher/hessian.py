@@ -171,8 +171,10 @@ def hessian_reverse(f: Callable, x: Any) -> Any:
     try:
         _check_scalar("hessian_reverse", f, (x,))
         if _is_number(x):
-            ct = jacobian(lambda x: gradient_pure(f, fresh(x)), float(x), mode="reverse")[0]
-            return float(np.asarray(ct).reshape(-1)[0])
+            # a numpy float scalar stays one (f may call its methods: x.clip(0, 1))
+            kind = type(x) if isinstance(x, np.floating) else float
+            ct = jacobian(lambda x: gradient_pure(f, fresh(x)), kind(x), mode="reverse")[0]
+            return kind(np.asarray(ct).reshape(-1)[0])
         _as_array("hessian_reverse", x)
         return jacobian(lambda x: gradient_pure(f, fresh(x)), x, mode="reverse")[0]
     except Exception as e:
