@@ -95,10 +95,20 @@ def ff_python(
     return _forward.fcall_gen(gen, ġ, gargs, ġargs, None, names, (dt, gts[0]), (ḋt, ṫs[0]))
 
 
-def ff_frule(ġts: Any, ġargs: tuple, impl: Any, head: tuple, gts: tuple, gargs: tuple) -> Any:
-    """The same for a function with an ``frule``: the rule's body, pushed forward."""
+def ff_frule(
+    ġts: Any, ġargs: tuple, impl: Any, head: tuple, gts: tuple, gargs: tuple, numpy: bool
+) -> Any:
+    """The same for a function with an ``frule``: the rule's body, pushed forward.
+
+    For a numpy function (``numpy``) forward mode hands the rule a list or tuple
+    argument's tangent as an array (``_array_like_tangents``); the outer tangents of
+    those tangents are converted the same way, here, where reverse mode follows
+    the conversion (its cotangent goes back to the sequence's entries)."""
     m = len(gts)
     ṫs = _forward.split(ġts, m)
+    if numpy:
+        gts = _forward._array_like_tangents(gts, gargs)
+        ṫs = _forward._array_like_tangents(ṫs, gargs)
     zeros = (_Z,) * (len(head) + 1)
     return _forward.fcall(impl, (*zeros, *ṫs, *ġargs), *head, *gts, *gargs)
 
@@ -196,13 +206,12 @@ def _over_fcall(ts: tuple, args: tuple) -> tuple[Any, Callable]:
     if _forward._hashable(g) and g in _forward._FRULES:
         rule = _forward._lookup(g, tuple(map(type, gargs)), ADConfig)
         if rule is not None:
-            if _forward._is_numpy_function(g):
-                gts = _forward._array_like_tangents(gts, gargs)
+            numpy = _forward._is_numpy_function(g)
             head = (CONFIG,) if rule.takes_config else ()
-            out, pb = rcall(ff_frule, ġts, ġargs, rule.impl, head, gts, gargs)
+            out, pb = rcall(ff_frule, ġts, ġargs, rule.impl, head, gts, gargs, numpy)
 
             def frule_pullback(ct: Any) -> tuple:
-                raw = pb(ct)  # (kernel, ġts, ġargs, impl, head, gts, gargs)
+                raw = pb(ct)  # (kernel, ġts, ġargs, impl, head, gts, gargs, numpy)
                 ġargs_ct = entries(raw[2], n, "tangents")
                 gargs_ct = entries(raw[6], n, "arguments")
                 return (_Z, _Z, raw[1], *ġargs_ct), (_NO, raw[5], *gargs_ct)

@@ -30,20 +30,36 @@ _lookup = frule.table.lookup
 _NUMERIC = (float, int, np.ndarray, np.float64)
 
 
+def _fitted(y: Any, ṫ: Any) -> Any:
+    """One operand's tangent as the tangent of the broadcast output ``y``.
+
+    ``a + b`` with only ``a`` perturbed has the tangent ``ȧ`` broadcast to ``y``'s
+    shape, as the ``frule`` returns it. Written here, the broadcast is an operation
+    reverse mode differentiates: the cotangent of the tangent is summed back over
+    the broadcast axes (``np.broadcast_to``'s pullback), not handed to ``ȧ`` whole.
+    """
+    shape = np.shape(y)
+    if np.shape(ṫ) == shape:
+        return ṫ
+    return np.array(np.broadcast_to(ṫ, shape))
+
+
 def add_pushforward(a: Any, b: Any, ȧ: Any, ḃ: Any) -> tuple[Any, Any]:
+    y = a + b
     if is_zero(ȧ):
-        return a + b, ḃ
+        return y, _fitted(y, ḃ)
     if is_zero(ḃ):
-        return a + b, ȧ
-    return a + b, ȧ + ḃ
+        return y, _fitted(y, ȧ)
+    return y, _fitted(y, ȧ + ḃ)
 
 
 def sub_pushforward(a: Any, b: Any, ȧ: Any, ḃ: Any) -> tuple[Any, Any]:
+    y = a - b
     if is_zero(ȧ):
-        return a - b, -ḃ
+        return y, _fitted(y, -ḃ)
     if is_zero(ḃ):
-        return a - b, ȧ
-    return a - b, ȧ - ḃ
+        return y, _fitted(y, ȧ)
+    return y, _fitted(y, ȧ - ḃ)
 
 
 def mul_pushforward(a: Any, b: Any, ȧ: Any, ḃ: Any) -> tuple[Any, Any]:
