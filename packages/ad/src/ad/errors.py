@@ -19,7 +19,17 @@ __all__ = [
 
 
 class ADError(Exception):
-    """Base class of every error raised by ad."""
+    """Base class of every error raised by ad.
+
+    ``from_values``: whether the error is an entry point's check of the values a
+    function returned (``NonScalarOutputError``, ``OutputTypeError``), which the
+    same call raises when it runs plainly, so that a ``try`` in differentiated code
+    catches it as plain Python does (a nested ``ad.gradient`` of a function with a
+    vector output). Any other ``ADError`` says the derivative cannot be computed,
+    and a differentiated ``try`` never takes it for the user's exception.
+    """
+
+    from_values = False
 
 
 class NoRuleError(ADError, TypeError):
@@ -46,6 +56,8 @@ class UnsupportedSyntaxError(ADError, SyntaxError):
 class NonScalarOutputError(ADError, TypeError):
     """``gradient`` was asked for a function whose output is not a real number."""
 
+    from_values = True
+
 
 class CotangentShapeError(ADError, CotangentError):
     """A pullback returned the wrong number of cotangents, or one of the wrong shape
@@ -64,6 +76,8 @@ class CotangentWriteError(MutationError, ValueError):
 class OutputTypeError(ADError, TypeError):
     """The function's output has a type the entry point cannot differentiate
     (e.g. ``jacobian`` of a function returning a dict or a string)."""
+
+    from_values = True
 
 
 class ParamsError(ADError, ValueError):

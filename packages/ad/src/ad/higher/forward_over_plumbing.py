@@ -17,12 +17,23 @@ from typing import Any
 
 from ad.higher.forward_over_forward import forward_over_fcall
 from ad.higher.unfold import BINARY, SELF, split_ts, unfold_fcall, zero
+from ad.runtime import accumulate as _accumulate
 from ad.runtime import forward as _forward
 from ad.runtime import forward_arithmetic as _forward_fast
 from ad.runtime import rules_objects as _rules_objects
 from ad.runtime.config import ADConfig
 from ad.runtime.reverse import field_ct, fn_tangent
-from rulescore import AbstractZero, Tangent, ZeroTangent, backing, frule, unthunk
+from rulescore import (
+    AbstractZero,
+    InplaceableThunk,
+    Tangent,
+    Thunk,
+    ZeroTangent,
+    backing,
+    frule,
+    thunk,
+    unthunk,
+)
 
 __all__: list[str] = []
 
@@ -125,9 +136,51 @@ def _(config: Any, ṡ: Any, ṫo: Any, ṅ: Any, t: Any, name: str) -> Any:
     return field_ct(t, name), (_Z if _zero(ṫo) else field_ct(ṫo, name))
 
 
-@frule.register(unthunk, config=ADConfig)
-def _(config: Any, ṡ: Any, ẋ: Any, x: Any) -> Any:
+# --- thunks and sums of tangents: a thunk stands for its value ---------------------------
+#
+# As in reverse over reverse (``reverse_over_adjoint_plumbing``): a thunk made in
+# differentiated code is evaluated where it is made, and its tangent is its value's;
+# one that arrives made (a rule's result) has its value's tangent too. Reading it,
+# as ``unthunk(t)`` or as the method ``t.unthunk()`` (``acc`` does), is then the
+# identity on both, rather than the method's body differentiated as source, which
+# writes its cache into the thunk (``self._value``).
+
+
+def _unthunk_frule(config: Any, ṡ: Any, ẋ: Any, x: Any) -> Any:
+    """``unthunk(t)`` / ``t.unthunk()``: the value, and its tangent."""
     return unthunk(x), unthunk(ẋ)
+
+
+for _f in (unthunk, Thunk.unthunk, InplaceableThunk.unthunk):
+    frule.register(_f, config=ADConfig)(_unthunk_frule)
+
+
+def _thunk_frule(config: Any, ṡ: Any, ḟn: Any, fn: Any) -> Any:
+    """``Thunk(fn)`` in differentiated code: evaluated here, through ``fn``'s body."""
+    y, ẏ = _forward.fcall(fn, (ḟn,))
+    t = Thunk(lambda: y)
+    t.unthunk()  # evaluated: its closure over fn's captures is dropped
+    return t, unthunk(ẏ)
+
+
+frule.register(Thunk, config=ADConfig)(_thunk_frule)
+frule.register(thunk, config=ADConfig)(_thunk_frule)
+
+
+@frule.register(InplaceableThunk, config=ADConfig)
+def _(config: Any, ṡ: Any, ȧdd: Any, ṫ: Any, add_fn: Any, t: Any) -> Any:
+    """``InplaceableThunk(add_fn, t)``: its value is ``t``'s, and so is its tangent."""
+    return InplaceableThunk(add_fn, t), unthunk(ṫ)
+
+
+@frule.register(_accumulate.acc, config=ADConfig)
+def _(config: Any, ṡ: Any, ȧ: Any, ḃ: Any, a: Any, b: Any) -> Any:
+    """``acc(a, b)`` is linear: its tangent is ``acc(ȧ, ḃ)``."""
+    held = (a, b, ȧ, ḃ)  # extra references: acc must not add into a or ȧ in place here
+    y = _accumulate.acc(a, b)
+    ẏ = _accumulate.acc(ȧ, ḃ)
+    del held
+    return y, ẏ
 
 
 def _zero_arith(op: Callable) -> Callable:

@@ -143,8 +143,11 @@ def _entry_pullback(primal_type: type, name: str) -> Callable:
 
 def _thunk_rrule(config: Any, fn: Any) -> Any:
     """A thunk made in differentiated code is evaluated where it is made: its value
-    is what it stands for, and the derivative goes through ``fn``'s body."""
-    y, pb = rcall(fn)
+    is what it stands for, and the derivative goes through ``fn``'s body. It stays a
+    thunk (``t.unthunk()`` works), whose cotangent is its value's."""
+    value, pb = rcall(fn)
+    y = Thunk(lambda: value)
+    y.unthunk()  # evaluated: the closure over fn's captures is dropped
 
     def thunk_pullback(ȳ: Any) -> tuple:
         return (_NO, pb(ȳ)[0])

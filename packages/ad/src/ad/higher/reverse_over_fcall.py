@@ -21,6 +21,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from ad.errors import NoRuleError
 from ad.higher import nested_partials as _nested_partials
 from ad.higher.cotangent_parts import _is_zero, _pair, _tangents_ct
 from ad.higher.pushforward_kernels import kernel_for
@@ -361,11 +362,31 @@ def _fcall_gen_rrule(
             return _fcall_gen_cts(_NO, (_Z, *ts_ct[2:]), args_ct[1:], kw, kwnames, kw_ts_cts)
 
         return out, _state.keep_stateful(init_pb, init_kw_pullback)
+    if not python and ruled and not all(_is_zero(t) for t in kw_ts):
+        # as forward mode's dispatch follows them: moved to their positions, or to a
+        # rule that takes their tangents
+        kw_d = dict(zip(kwnames, kw_ts))
+        moved = _forward.keyword_positions(f, args, kwargs, kw_d)
+        if moved is not None:
+            return _through_moved_keywords(config, f, ḟ, args, arg_ts, kwnames, kw_d, moved)
+        rule = _forward._lookup(f, tuple(map(type, args)), ADConfig)
+        if rule is not None and getattr(rule.impl, "keyword_tangents", False):
+            try:
+                return _through_keyword_tangents(rule.impl, ts, args, kwargs, kwnames, kw_d)
+            except NoRuleError as e:  # the rule's body is not differentiable again
+                raise _unsupported(
+                    f"a keyword argument of {name} carries a derivative in forward mode, "
+                    f"and reverse mode cannot differentiate its frule's body ({e})",
+                    "pass the value positionally where the callable allows it, or "
+                    "differentiate this call in forward mode only",
+                ) from e
     if not python and not all(_is_zero(t) for t in kw_ts):
         raise _unsupported(
             f"a keyword argument of {name} carries a derivative in forward mode, which "
-            "reverse over forward does not follow into an frule",
-            "pass it positionally",
+            "reverse over forward does not follow into an frule (it cannot be passed by "
+            "position: keyword-only)",
+            "compute that argument's contribution outside the call, or call a Python "
+            "function without a rule",
         )
     if python and moving:
         out, pf_pb = _pushforward_call(f, ts, args, kwargs, dict(zip(kwnames, kw_ts)))
@@ -432,6 +453,60 @@ def _through_method_kw(
         return (_NO, a[0], t[0], *rest)
 
     return out, _state.keep_stateful(pb, method_kw_pullback)
+
+
+def _through_moved_keywords(
+    config: Any,
+    f: Any,
+    ḟ: Any,
+    args: tuple,
+    arg_ts: tuple,
+    kwnames: tuple,
+    kw_d: dict,
+    moved: tuple,
+) -> tuple[Any, Callable]:
+    """A call whose keywords forward mode moved to their positions (``keyword_positions``):
+    the positional call's rule, its cotangents handed back to the keywords."""
+    args2, kwargs2, names = moved
+    n, n2, left = len(args), len(args2), tuple(kwargs2)
+    arg_ts2 = (*arg_ts, *(kw_d.get(k, _Z) if k is not None else _Z for k in names))
+    left_ts = tuple(kw_d.get(k, _Z) for k in left)
+    out, pb = _fcall_gen_rrule(
+        config, f, ḟ, args2, arg_ts2, None, left, tuple(kwargs2.values()), left_ts
+    )
+
+    def moved_keywords_pullback(ct: Any) -> tuple:
+        raw = pb(ct)  # (fcall_gen, f, ḟ, args, arg_ts, stars, kwnames, kwvalues, kw_ts)
+        a_ct = entries(raw[3], n2, "arguments")
+        t_ct = entries(raw[4], n2, "tangents")
+        kw_ct = dict(zip(left, entries(raw[7], len(left), "keywords")))
+        kwt_ct = dict(zip(left, entries(raw[8], len(left), "keyword tangents")))
+        for i, k in enumerate(names):
+            if k is not None:
+                kw_ct[k], kwt_ct[k] = a_ct[n + i], t_ct[n + i]
+        kw_ts_cts = tuple(kwt_ct.get(k, _Z) for k in kwnames)
+        return _fcall_gen_cts(raw[1], (raw[2], *t_ct[:n]), a_ct[:n], kw_ct, kwnames, kw_ts_cts)
+
+    return out, _state.keep_stateful(pb, moved_keywords_pullback)
+
+
+def _through_keyword_tangents(
+    impl: Any, ts: tuple, args: tuple, kwargs: dict, kwnames: tuple, kw_d: dict
+) -> tuple[Any, Callable]:
+    """An frule that takes its keywords' tangents, a dict before its own arguments
+    (``keyword_tangents``: ``dict(a=x)``), as forward mode calls it: its body, in reverse."""
+    n = len(args)
+    (y, ẏ), pb = call_function(impl, (CONFIG, kw_d, *ts, *args), kwargs, False)
+
+    def keyword_tangents_pullback(ct: Any) -> tuple:
+        ȳ, ẏ̄ = _pair(ct)
+        raw = pb(_TupleT._from_backing((ȳ, ẏ̄)))  # (impl, config, kw_d, *ts, *args[, kw])
+        ts_ct, args_ct = raw[3 : 4 + n], raw[4 + n : 4 + 2 * n]
+        kw = raw[-1] if len(raw) > 4 + 2 * n and isinstance(raw[-1], dict) else {}
+        kw_ts_cts = tuple(_forward.mapping_entry(raw[2], k) for k in kwnames)
+        return _fcall_gen_cts(_NO, ts_ct, args_ct, kw, kwnames, kw_ts_cts)
+
+    return (y, ẏ), _state.keep_stateful(pb, keyword_tangents_pullback)
 
 
 def _fcall_gen_cts(

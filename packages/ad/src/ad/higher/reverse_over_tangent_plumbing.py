@@ -24,9 +24,11 @@ from ad.runtime.cotangents import entries, from_list_ct, np_module
 from ad.runtime.reverse import rcall
 from rulescore import (
     AbstractZero,
+    InplaceableThunk,
     NoTangent,
     RuleTable,
     Tangent,
+    Thunk,
     ZeroTangent,
     backing,
     canonicalize,
@@ -134,12 +136,17 @@ def _(config: Any, ts: tuple, args: tuple) -> Any:
     return out, array_like_pullback
 
 
-@rrule.register(unthunk, config=ADConfig)
-def _(config: Any, x: Any) -> Any:
+def _unthunk_rrule(config: Any, x: Any) -> Any:
+    """``unthunk(t)`` / ``t.unthunk()``: a thunk's cotangent is its value's."""
+
     def unthunk_pullback(ȳ: Any) -> tuple:
         return (_NO, ȳ)
 
     return unthunk(x), unthunk_pullback
+
+
+for _f in (unthunk, Thunk.unthunk, InplaceableThunk.unthunk):
+    rrule.register(_f, config=ADConfig)(_unthunk_rrule)
 
 
 # --- zero tangents in arithmetic (frule bodies start sums at ZeroTangent()) --------

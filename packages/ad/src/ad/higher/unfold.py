@@ -253,12 +253,20 @@ def _unfold_python(f: types.FunctionType, ts: tuple, args: tuple, kwargs: dict, 
 
 def _unfold_frule(rule: Any, op: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict):
     """A function with an frule: the rule's body (its captured variables, the function
-    it was made for and its partials, are constants)."""
+    it was made for and its partials, are constants). Keyword arguments that carry a
+    derivative go where forward mode's dispatch sends them: to their positions
+    (``keyword_positions``), or to a rule that takes their tangents (``keyword_tangents``)."""
     if any(not _zero(t) for t in kw_ts.values()):
+        moved = _forward.keyword_positions(op, args, kwargs, kw_ts)
+        if moved is not None:
+            return _unfold_moved_keywords(op, ts, args, kwargs, kw_ts, moved)
+        if getattr(rule.impl, "keyword_tangents", False):
+            return _unfold_keyword_tangents(rule.impl, ts, args, kwargs, kw_ts)
         raise _unsupported(
             f"a keyword argument of {function_name(op)} carries a derivative, which its "
-            "frule does not follow",
-            "pass it positionally",
+            "frule does not follow (it cannot be passed by position: keyword-only)",
+            "compute that argument's contribution outside the call, or call a Python "
+            "function without a rule",
         )
     numpy = _forward._is_numpy_function(op)
     if numpy:
@@ -274,6 +282,41 @@ def _unfold_frule(rule: Any, op: Any, ts: tuple, args: tuple, kwargs: dict, kw_t
         return (_Z, *zhead, *ṫs, *ȧ), kw
 
     return impl, (*head, *ts, *args), dict(kwargs), frule_tmap
+
+
+def _moved(names: tuple, k̇w: dict) -> tuple:
+    """The tangents of the keywords moved to positions ``names`` (``None``: a default)."""
+    out = []
+    for k in names:
+        out.append(k̇w.get(k, _Z) if k is not None else _Z)
+    return tuple(out)
+
+
+def _unfold_moved_keywords(op: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict, moved):
+    """``op(*args, **kwargs)`` as forward mode calls it, its keywords ``moved`` to positions."""
+    args2, kwargs2, names = moved
+    kw_ts2 = {k: kw_ts.get(k, _Z) for k in kwargs2}
+    op2, a2, k2, inner_tmap = unfold(op, (*ts, *_moved(names, kw_ts)), args2, kwargs2, kw_ts2)
+
+    def moved_tmap(ȯp: Any, ṫs: tuple, ȧ: tuple, k̇w: dict, k̇w_ts: dict) -> tuple:
+        left_kw = {k: k̇w.get(k, _Z) for k in kwargs2}
+        left_kw_ts = {k: k̇w_ts.get(k, _Z) for k in kwargs2}
+        ṫs2 = (*ṫs, *_moved(names, k̇w_ts))
+        return inner_tmap(ȯp, ṫs2, (*ȧ, *_moved(names, k̇w)), left_kw, left_kw_ts)
+
+    return op2, a2, k2, moved_tmap
+
+
+def _unfold_keyword_tangents(impl: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict):
+    """An frule that takes its keywords' tangents, a dict before its own arguments
+    (``keyword_tangents``: ``dict(a=x)``, ``sorted(xs, key=...)``), as forward mode calls it."""
+    keys = tuple(kw_ts)
+
+    def keyword_tangents_tmap(ȯp: Any, ṫs: tuple, ȧ: tuple, k̇w: dict, k̇w_ts: dict) -> tuple:
+        k̇d = _forward.tan_dict(keys, tuple(k̇w_ts.get(k, _Z) for k in keys))
+        return (_Z, _Z, k̇d, *ṫs, *ȧ), {k: k̇w.get(k, _Z) for k in kwargs}
+
+    return impl, (CONFIG, dict(kw_ts), *ts, *args), dict(kwargs), keyword_tangents_tmap
 
 
 def _split_ts(ṫ: Any, n: int) -> tuple:

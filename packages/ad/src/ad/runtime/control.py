@@ -116,9 +116,21 @@ def escaping() -> BaseException | None:
     error to raise after the ``with`` if its context manager suppresses the current
     exception: an ``ADError`` itself, or ``caught``'s; else None."""
     exc = sys.exc_info()[1]
-    if isinstance(exc, ADError):
+    if isinstance(exc, ADError) and not exc.from_values:
         return exc
     return _partial_write(exc)
+
+
+def guarded() -> Any:
+    """The type of the first handler of a differentiated ``try``, which re-raises
+    (``except _ad_guarded(): raise``; the expression is evaluated as the exception
+    being handled is matched): ``ADError`` when that exception is one that says the
+    derivative cannot be computed, else ``()``, which matches nothing, so the user's
+    handlers see the exception as plain Python would (``ADError.from_values``)."""
+    exc = sys.exc_info()[1]
+    if isinstance(exc, ADError) and not exc.from_values:
+        return ADError
+    return ()
 
 
 def stateful_in(*stacks: list) -> bool:
@@ -141,5 +153,6 @@ CONTROL_HELPERS: dict[str, Any] = {
     "_ad_not_sequences": (str, bytes, bytearray),
     "_ad_match_args": match_args,
     "_ad_ADError": ADError,
+    "_ad_guarded": guarded,
     "_ad_unfinished_loop": unfinished_loop,
 }

@@ -53,7 +53,7 @@ from rulescore import (
     not_implemented,
 )
 
-__all__ = ["FORWARD_NAMES", "call_with", "dispatch", "fcall", "fcall_gen"]
+__all__ = ["FORWARD_NAMES", "call_with", "dispatch", "fcall", "fcall_gen", "keyword_positions"]
 
 CONFIG = ADConfig()
 _Z = ZeroTangent()
@@ -145,9 +145,9 @@ def dispatch(f: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict | 
             if _is_numpy_function(f):
                 ts = _array_like_tangents(ts, args)
             kw = kwargs or {}
-            if kw_ts and _kw_derivative(kw_ts, kw):
-                moved = keywords_as_positions(f, args, kw)
-                if moved is not None and _lookup(f, tuple(map(type, moved[0])), ADConfig):
+            if kw_ts:
+                moved = keyword_positions(f, args, kw, kw_ts)
+                if moved is not None:
                     args2, kwargs2, names = moved
                     ts2 = (*ts, *(kw_ts.get(k, _Z) if k else _Z for k in names))
                     return dispatch(f, ts2, args2, kwargs2, {k: kw_ts[k] for k in kwargs2})
@@ -229,6 +229,19 @@ def _dense_tangent(ṫ: Any, x: Any) -> Any:
     except (ValueError, TypeError):
         return None
     return d if d.shape == shape and d.dtype.kind in "fc" else None
+
+
+def keyword_positions(f: Any, args: tuple, kwargs: dict, kw_ts: dict) -> tuple | None:
+    """``(args2, kwargs2, names)`` (``keywords_as_positions``) when a keyword argument of
+    ``f``, which has frules, carries a derivative and can move to its position, where a
+    rule for the new argument types answers the call; else ``None``. Every mode that
+    differentiates forward mode's dispatch follows a keyword the same way."""
+    if not _kw_derivative(kw_ts, kwargs):
+        return None
+    moved = keywords_as_positions(f, args, kwargs)
+    if moved is not None and _lookup(f, tuple(map(type, moved[0])), ADConfig):
+        return moved
+    return None
 
 
 def _kw_derivative(kw_ts: dict, kwargs: dict) -> bool:

@@ -170,8 +170,8 @@ def _dict_frule(config: Any, ḟ: Any, *args: Any, **kwargs: Any) -> Any:
         for (k, _), ṫ in zip(items, ṫs):
             b[k] = _Z if is_zero(unthunk(ṫ)) else unthunk(ṫ)[1]
         y = dict(items)
-    y.update(kwargs)
-    for k in kwargs:
+    for k in kwargs:  # item by item, not y.update: higher orders differentiate this body
+        y[k] = kwargs[k]
         b[k] = kw_ts.get(k, _Z)
     b = {k: v̇ for k, v̇ in b.items() if not is_zero(v̇)}
     return y, Tangent[dict]._from_backing(b) if b else _Z

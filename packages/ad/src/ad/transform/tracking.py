@@ -88,9 +88,12 @@ def _pass(line: int) -> ast.stmt:
 
 
 def ad_error_handler(line: int) -> ast.ExceptHandler:
-    """``except _ad_ADError: raise``: the first handler of a differentiated ``try``."""
+    """``except _ad_guarded(): raise``: the first handler of a differentiated ``try``
+    (an ``ad.ADError`` that says the derivative cannot be computed, see
+    ``ad.runtime.control.guarded``)."""
     raise_ = at(ast.Raise(None, None), line)
-    return at(ast.ExceptHandler(_ln("_ad_ADError", line), None, [raise_]), line)  # type: ignore[return-value]
+    kind = _call("_ad_guarded", line=line)
+    return at(ast.ExceptHandler(kind, None, [raise_]), line)  # type: ignore[return-value]
 
 
 def caught_check(line: int) -> ast.stmt:
