@@ -251,8 +251,10 @@ def gauss_logpdf_grad(mu, S, x):
     Linv = np.linalg.solve(L, np.eye(x.shape[0]))
     S_inv = Linv.T @ Linv
     alpha = S_inv @ (x - mu)
-    # Symmetric gradient: the Cholesky rule's convention (S is symmetric).
-    return (alpha, 0.5 * (np.outer(alpha, alpha) - S_inv))
+    # cholesky reads the lower triangle of S: the symmetric gradient G is read back
+    # onto it (2 G below the diagonal, G on it, 0 above), as the Cholesky rule does.
+    G = 0.5 * (np.outer(alpha, alpha) - S_inv)
+    return (alpha, 2 * np.tril(G, -1) + np.diag(np.diag(G)))
 
 
 def make_gauss(rng, small=False):

@@ -98,6 +98,15 @@ def onetri(k: int = 3, seed: int = 0, dtype: Any = float) -> np.ndarray:
     return sym(k, seed, dtype) + junk + imag
 
 
+def pdjunk(k: int = 3, seed: int = 0, dtype: Any = float) -> np.ndarray:
+    """``spd`` plus small entries on both strict triangles (and an imaginary diagonal
+    when complex): not Hermitian, and the Hermitian completion of either triangle is
+    positive definite, for functions reading one triangle (cholesky, solve's 'pos')."""
+    junk = 0.1 * (cn((k, k), seed + 13) if dtype is complex else n((k, k), seed + 13))
+    imag = 0.5j * np.eye(k) if dtype is complex else 0.0
+    return spd(k, seed, dtype) + junk * (1 - np.eye(k)) + imag
+
+
 def unary(f: Callable, lo: float = -1.0, hi: float = 1.0, cplx: bool = False, **kw: Any) -> Case:
     """An elementwise function of one array."""
     if kw:
@@ -162,6 +171,11 @@ def _svd_invariant(svd: Callable) -> Callable:
         return u * np.conj(u), s, vh * np.conj(vh)
 
     return f
+
+
+def _svd_hermitian(a: Any, full_matrices: bool) -> Any:
+    """``svd(a, hermitian=True)``: numpy's eigh of the lower triangle of ``a``."""
+    return np.linalg.svd(a, full_matrices=full_matrices, hermitian=True)
 
 
 CASES: dict[str, Case] = {}
@@ -637,7 +651,9 @@ L = np.linalg
 CASES.update(
     {
         "numpy.linalg.cholesky": Case(
-            lambda a: L.cholesky(a), (spd(),), (spd(dtype=complex),), symmetric=True
+            lambda a: (L.cholesky(a), L.cholesky(a, upper=True)),
+            (pdjunk(),),
+            (pdjunk(dtype=complex),),
         ),
         "numpy.linalg.cond": Case(lambda a: L.cond(a), (well(),), (well(dtype=complex),)),
         "numpy.linalg.cross": Case(lambda a, b: L.cross(a, b), _VV, _CVV),
@@ -666,13 +682,21 @@ CASES.update(
         ),
         "numpy.linalg.norm": Case(lambda a: L.norm(a), (n(),), (cn(),)),
         "numpy.linalg.outer": Case(lambda a, b: L.outer(a, b), _VV, _CVV),
-        "numpy.linalg.pinv": Case(lambda a: L.pinv(a), (n((3, 2)),), (cn((3, 2)),)),
+        "numpy.linalg.pinv": Case(
+            lambda a, h: (L.pinv(a), L.pinv(h, hermitian=True)),
+            (n((3, 2)), pdjunk()),
+            (cn((3, 2)), pdjunk(dtype=complex)),
+        ),
         "numpy.linalg.qr": Case(lambda a: L.qr(a), (well(),), (well(dtype=complex),)),
         "numpy.linalg.slogdet": Case(lambda a: L.slogdet(a)[1], (well(),), (well(dtype=complex),)),
         "numpy.linalg.solve": Case(
             lambda a, b: L.solve(a, b), (well(), n((3,), 1)), (well(dtype=complex), cn((3,), 1))
         ),
-        "numpy.linalg.svd": Case(_svd_invariant(L.svd), (n((3, 2)),), (cn((3, 2)),)),
+        "numpy.linalg.svd": Case(
+            lambda a, h: (_svd_invariant(L.svd)(a), _svd_invariant(_svd_hermitian)(h)),
+            (n((3, 2)), pdjunk()),
+            (cn((3, 2)), pdjunk(dtype=complex)),
+        ),
         "numpy.linalg.svdvals": Case(lambda a: L.svdvals(a), (n((3, 2)),), (cn((3, 2)),)),
         "numpy.linalg.tensordot": Case(lambda a, b: L.tensordot(a, b, axes=1), _AB, _CAB),
         "numpy.linalg.tensorinv": Case(
@@ -790,16 +814,19 @@ if sc is not None:
                 (cn((2, 2)), cn((1, 3), 1)),
             ),
             "scipy.linalg.cho_factor": Case(
-                lambda a: sl.cho_factor(a)[0], (spd(),), (spd(dtype=complex),), symmetric=True
+                lambda a: (np.triu(sl.cho_factor(a)[0]), np.tril(sl.cho_factor(a, True)[0])),
+                (pdjunk(),),
+                (pdjunk(dtype=complex),),
             ),
             "scipy.linalg.cho_solve": Case(
                 lambda a, b: sl.cho_solve((sl.cholesky(a, lower=True), True), b),
-                (spd(), n((3,), 1)),
-                (spd(dtype=complex), cn((3,), 1)),
-                symmetric=True,
+                (pdjunk(), n((3,), 1)),
+                (pdjunk(dtype=complex), cn((3,), 1)),
             ),
             "scipy.linalg.cholesky": Case(
-                lambda a: sl.cholesky(a), (spd(),), (spd(dtype=complex),), symmetric=True
+                lambda a: (sl.cholesky(a), sl.cholesky(a, lower=True)),
+                (pdjunk(),),
+                (pdjunk(dtype=complex),),
             ),
             "scipy.linalg.det": Case(lambda a: sl.det(a), (well(),), (well(dtype=complex),)),
             "scipy.linalg.eigh": Case(
@@ -811,7 +838,16 @@ if sc is not None:
             "scipy.linalg.expm": Case(
                 lambda a: sl.expm(a), (0.5 * n((3, 3)),), (0.5 * cn((3, 3)),)
             ),
-            "scipy.linalg.inv": Case(lambda a: sl.inv(a), (well(),), (well(dtype=complex),)),
+            "scipy.linalg.inv": Case(
+                lambda a: (
+                    sl.inv(a),
+                    sl.inv(a, assume_a="pos"),
+                    sl.inv(a, assume_a="her", lower=True),
+                    sl.inv(a, assume_a="sym"),
+                ),
+                (pdjunk(),),
+                (pdjunk(dtype=complex),),
+            ),
             "scipy.linalg.lu": Case(lambda a: sl.lu(a)[1:], (well(),), (well(dtype=complex),)),
             "scipy.linalg.lu_factor": Case(
                 lambda a: sl.lu_factor(a)[0], (well(),), (well(dtype=complex),)
@@ -823,9 +859,14 @@ if sc is not None:
             ),
             "scipy.linalg.qr": Case(lambda a: sl.qr(a), (well(),), (well(dtype=complex),)),
             "scipy.linalg.solve": Case(
-                lambda a, b: sl.solve(a, b),
-                (well(), n((3,), 1)),
-                (well(dtype=complex), cn((3,), 1)),
+                lambda a, b: (
+                    sl.solve(a, b),
+                    sl.solve(a, b, assume_a="pos"),
+                    sl.solve(a, b, True, assume_a="her"),
+                    sl.solve(a, b, assume_a="sym", lower=True),
+                ),
+                (pdjunk(), n((3,), 1)),
+                (pdjunk(dtype=complex), cn((3,), 1)),
             ),
             "scipy.linalg.solve_banded": Case(
                 lambda ab, b: sl.solve_banded((1, 1), ab, b),
@@ -908,13 +949,11 @@ if sc is not None:
             ),
             "scipy.stats.multivariate_normal.logpdf": Case(
                 lambda x, m, c: st.multivariate_normal.logpdf(x, m, c),
-                (n((3,)), n((3,), 1), spd()),
-                symmetric=True,
+                (n((3,)), n((3,), 1), pdjunk()),
             ),
             "scipy.stats.multivariate_normal.pdf": Case(
                 lambda x, m, c: st.multivariate_normal.pdf(x, m, c),
-                (n((3,)), n((3,), 1), spd()),
-                symmetric=True,
+                (n((3,)), n((3,), 1), pdjunk()),
             ),
         }
     )
@@ -1077,7 +1116,7 @@ if sc is not None:
                 lambda q, loc, s: st.norm.isf(q, loc, s), (u(0.2, 0.8, (3,)), 0.3, 1.4)
             ),
             "scipy.stats.multivariate_normal.entropy": Case(
-                lambda c: st.multivariate_normal.entropy(None, c), (spd(),), symmetric=True
+                lambda c: st.multivariate_normal.entropy(None, c), (pdjunk(),)
             ),
         }
     )

@@ -170,3 +170,102 @@ def test_eigh_hessian_of_a_nonsymmetric_input():
     a = _nonsymmetric((3, 3), np.float64, seed=5)
     for f in (eigh_values_loss, eigvalsh_keyword_loss):
         np.testing.assert_allclose(ad.hessian(f, a), fd_hessian(f, a), rtol=1e-5, atol=1e-5)
+
+
+# --- cholesky, svd/pinv(hermitian=True), scipy's solve/inv(assume_a) read one triangle -----
+#
+# The same fault as eigh's: the rules differentiated (a + aᴴ)/2 where numpy/scipy read
+# one triangle (and the real diagonal); on a non-symmetric input the derivative along
+# the ignored entries is 0 and along the read ones twice the symmetric gradient.
+
+
+def _pd_nonsymmetric(shape, dtype, seed):
+    """Positive definite from either triangle, not Hermitian (an imaginary diagonal too)."""
+    rng = np.random.default_rng(seed)
+    n = shape[-1]
+    x = rng.normal(size=shape) + (1j * rng.normal(size=shape) if np.dtype(dtype).kind == "c" else 0)
+    junk = 0.2 * rng.normal(size=shape) * (1 - np.eye(n))
+    imag = 0.5j * np.eye(n) if np.dtype(dtype).kind == "c" else 0
+    return (x @ np.conj(np.swapaxes(x, -1, -2)) / n + np.eye(n) + junk + imag).astype(dtype)
+
+
+def cholesky_loss(a):
+    lo, up = np.linalg.cholesky(a), np.linalg.cholesky(a, upper=True)
+    return np.sum(np.abs(lo) ** 2 * np.arange(lo.shape[-1])) + np.sum(np.real(up) ** 3)
+
+
+def hermitian_svd_pinv_loss(a):
+    s = np.linalg.svd(a, compute_uv=False, hermitian=True)
+    return np.sum(s * C[: s.shape[-1]]) + np.sum(np.abs(np.linalg.pinv(a, hermitian=True)) ** 2)
+
+
+def scipy_cholesky_loss(a):
+    import scipy.linalg as sl
+
+    u = sl.cholesky(a)
+    c, low = sl.cho_factor(a, lower=True)
+    x = sl.cho_solve((c, low), np.ones(a.shape[-1]))
+    return np.sum(np.abs(u) ** 2 * C[: u.shape[-1]]) + np.sum(np.real(x) ** 2)
+
+
+def scipy_solve_inv_loss(a):
+    import scipy.linalg as sl
+
+    b = np.arange(1.0, a.shape[-1] + 1.0)
+    x = sl.solve(a, b, assume_a="pos") + sl.solve(a, b, True, assume_a="sym")
+    y = sl.inv(a, assume_a="her", lower=True)
+    return np.sum(np.abs(x) ** 2) + np.sum(np.real(y) * C[: a.shape[-1]])
+
+
+ONE_TRIANGLE = [cholesky_loss, hermitian_svd_pinv_loss, scipy_cholesky_loss, scipy_solve_inv_loss]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("shape", [(2, 2), (4, 4)])
+@pytest.mark.parametrize("f", ONE_TRIANGLE, ids=lambda f: f.__name__)
+def test_one_triangle_functions_of_a_nonsymmetric_input_match_differences(f, shape, dtype):
+    if f.__name__.startswith("scipy"):
+        pytest.importorskip("scipy")
+    a = _pd_nonsymmetric(shape, dtype, seed=sum(shape))
+    expected = _fd_gradient(f, a)
+    (g,) = ad.gradient(f, a)
+    np.testing.assert_allclose(g, expected, rtol=1e-6, atol=1e-7)
+    d = _nonsymmetric(shape, dtype, seed=7)
+    _, ẏ = ad.jvp(f, (a,), (d,))
+    np.testing.assert_allclose(ẏ, np.real(np.sum(np.conj(expected) * d)), rtol=1e-6, atol=1e-7)
+
+
+def test_cholesky_logdet_gradient_by_hand_and_along_a_float():
+    # log det S = 2 Σ log Lᵢᵢ: 2 S⁻¹ below the diagonal, diag S⁻¹, 0 above (lower read).
+    a = _pd_nonsymmetric((3, 3), np.float64, seed=3)
+    s = np.tril(a) + np.tril(a, -1).T
+    si = np.linalg.inv(s)
+
+    def logdet(x):
+        return 2 * np.sum(np.log(np.diagonal(np.linalg.cholesky(x))))
+
+    (g,) = ad.gradient(logdet, a)
+    np.testing.assert_allclose(g, 2 * np.tril(si, -1) + np.diag(np.diag(si)), rtol=1e-12)
+    ignored = np.triu(np.ones((3, 3)), 1)
+
+    def along(t):
+        return logdet(a + t * ignored)
+
+    assert ad.gradient(along, 0.5)[0] == 0.0
+    assert ad.jvp(along, (0.5,), (1.0,))[1] == 0.0
+
+
+def test_multivariate_normal_reads_the_lower_triangle_of_cov():
+    st = pytest.importorskip("scipy.stats")
+    cov = _pd_nonsymmetric((3, 3), np.float64, seed=4)
+    x = np.array([0.3, -1.0, 0.5])
+
+    def f(c):
+        return st.multivariate_normal.logpdf(x, np.zeros(3), c) + st.multivariate_normal.entropy(
+            None, c
+        )
+
+    expected = _fd_gradient(f, cov)
+    np.testing.assert_allclose(ad.gradient(f, cov)[0], expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_array_equal(np.triu(expected, 1), 0)
+    np.testing.assert_allclose(ad.hessian(f, cov), fd_hessian(f, cov), rtol=1e-4, atol=1e-5)

@@ -1,12 +1,11 @@
 """Rules for cholesky, qr, eigh and eigvalsh, and a Gaussian log-density
 composed from the cholesky and solve pullbacks.
 
-cholesky is differentiated as a function of herm(a) = (a + aᴴ)/2 (LINALG.md),
-while finite differences of numpy's function see only one triangle of ``a``:
-it is tested through ``g(x) = f(herm(x))``, whose rules are the registered ones
-composed by hand with herm's (self-adjoint) derivative. eigh/eigvalsh are
-differentiated exactly as numpy computes them, from one triangle (``UPLO``) and
-the real diagonal: tested on non-symmetric input directly, and through herm.
+cholesky, eigh and eigvalsh are differentiated exactly as numpy computes them,
+from one triangle (``upper``/``UPLO``) and the real diagonal (LINALG.md): tested
+here through ``g(x) = f(herm(x))``, whose rules are the registered ones composed
+by hand with herm's (self-adjoint) derivative, and on non-symmetric input
+directly (eigh here, cholesky in test_rules_linalg_triangle.py).
 """
 
 import sys
@@ -107,11 +106,18 @@ def test_cholesky(shape, dtype, upper):
     both(chol_h, spd(*shape, dtype=dtype), fkwargs={"upper": upper})
 
 
-def test_cholesky_cotangent_is_hermitian():
+def test_cholesky_cotangent_reads_one_triangle():
+    # Zero on the triangle never read, real diagonal; its Hermitian part is the
+    # gradient within Hermitian matrices (what chol_h's pullback returns).
     a = spd(3, 3, dtype=np.complex128)
-    _, pb = rrule(np.linalg.cholesky, a)
-    ā = pb(rand(3, 3, dtype=np.complex128))[1]
-    np.testing.assert_allclose(ā, mH(ā), atol=1e-14)
+    L̄ = rand(3, 3, dtype=np.complex128)
+    for upper in (False, True):
+        y, pb = rrule(np.linalg.cholesky, a, upper=upper)
+        ā = pb(L̄)[1]
+        np.testing.assert_array_equal(np.tril(ā, -1) if upper else np.triu(ā, 1), 0)
+        np.testing.assert_array_equal(np.diagonal(ā).imag, 0)
+        _, pb_h = rrule(chol_h, a, upper=upper)
+        np.testing.assert_allclose(herm(ā), pb_h(L̄)[1], atol=1e-14)
     # Real primal, real cotangent, even for a complex output cotangent.
     _, pb = rrule(np.linalg.cholesky, spd(3, 3))
     assert pb(rand(3, 3, dtype=np.complex128))[1].dtype == np.float64
@@ -304,11 +310,13 @@ def test_gaussian_logdensity_composition():
     n = 4
     x, mu, sigma = rand(n), rand(n), spd(n, n)
     x̄, σ̄ = gaussian_logpdf_grad(x, mu, sigma)
-    # Closed form: ∂x = -Σ⁻¹(x-μ), ∂Σ = (Σ⁻¹ r rᵀ Σ⁻¹ - Σ⁻¹)/2 (symmetric).
+    # Closed form: ∂x = -Σ⁻¹(x-μ), ∂Σ = (Σ⁻¹ r rᵀ Σ⁻¹ - Σ⁻¹)/2 (symmetric), which
+    # cholesky (reading the lower triangle) returns as 2·tril(∂Σ, -1) + diag(∂Σ).
     si = np.linalg.inv(sigma)
     r = x - mu
     np.testing.assert_allclose(x̄, -si @ r, rtol=1e-10)
-    np.testing.assert_allclose(σ̄, 0.5 * (si @ np.outer(r, r) @ si - si), rtol=1e-9, atol=1e-12)
+    g = 0.5 * (si @ np.outer(r, r) @ si - si)
+    np.testing.assert_allclose(σ̄, 2 * np.tril(g, -1) + np.diag(np.diag(g)), rtol=1e-9, atol=1e-12)
     # Finite differences along symmetric perturbations of Σ and any of x.
     h = 1e-6
     for _ in range(3):

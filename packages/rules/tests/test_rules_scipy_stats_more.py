@@ -97,7 +97,7 @@ def test_mvn_entropy(d):
     _, pb = rrule(st.multivariate_normal.entropy, mean, spd(d, d))
     _, m̄, c̄ = pb(1.0)
     assert m̄ == ZeroTangent()
-    np.testing.assert_allclose(c̄, c̄.T)
+    np.testing.assert_array_equal(np.triu(c̄, 1), 0)  # scipy reads the lower triangle only
 
 
 @pytest.mark.parametrize("cov", [2.5, np.array([0.5, 1.5, 3.0])])

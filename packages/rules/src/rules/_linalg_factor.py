@@ -1,29 +1,25 @@
 """numpy.linalg factorization rules: cholesky, qr, eigh, eigvalsh.
 
-``eigh``/``eigvalsh`` read one triangle of ``a`` (``UPLO``) and the real part
-of its diagonal: they are differentiated exactly as functions of that
-triangle, ``S = T + Tᴴ + Re diag(a)`` with ``T`` its strict part, so the
-cotangent of the ignored triangle is zero (``triangle_hermitian`` and its
-adjoint ``triangle_cotangent``). ``cholesky`` is differentiated as a function
-of ``(a + aᴴ) / 2`` (a Hermitian cotangent, as ChainRules does), which agrees
-with numpy's function in every Hermitian direction.
+``cholesky`` (``upper``), ``eigh`` and ``eigvalsh`` (``UPLO``) read one triangle
+of ``a`` and the real part of its diagonal: they are differentiated exactly as
+functions of that triangle, ``S = T + Tᴴ + Re diag(a)`` with ``T`` its strict
+part, so the cotangent of the ignored triangle is zero (``triangle_hermitian``
+and its adjoint ``triangle_cotangent``, in ``_linalg_triangle``).
 Conventions and restrictions: LINALG.md.
 """
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
-from rulescore import NoTangent, Tangent, ZeroTangent, frule, non_differentiable, rrule, unthunk
+from rulescore import NoTangent, Tangent, ZeroTangent, frule, rrule, unthunk
 
+from ._linalg_triangle import read_triangle_weights, triangle_cotangent, triangle_hermitian
 from ._linalg_util import (
     bind,
     dense,
     diag_embed,
     entries,
-    herm,
     is_zero,
     mH,
     nondiff_rest,
@@ -40,68 +36,33 @@ def _tril_half(x: np.ndarray) -> np.ndarray:
     return np.tril(x, -1) + 0.5 * diag_embed(np.diagonal(x, axis1=-2, axis2=-1))
 
 
-def _cholesky_frule(L: np.ndarray, ȧ: np.ndarray) -> np.ndarray:
-    # L̇ = L Φ(L⁻¹ ȧ L⁻ᴴ) for a Hermitian tangent ȧ; L is lower triangular.
-    x = tri_solve(L, herm(ȧ), lower=True)  # L⁻¹ ȧ
-    s = mH(tri_solve(L, mH(x), lower=True))  # (L⁻¹ (L⁻¹ ȧ)ᴴ)ᴴ = L⁻¹ ȧ L⁻ᴴ
+def _cholesky_frule(L: np.ndarray, ȧ: np.ndarray, lower: bool) -> np.ndarray:
+    """L̇ of ``S = L Lᴴ`` (L lower triangular) along ȧ read as LAPACK reads ``a``: the
+    triangle ``lower`` names and the real diagonal (``Ṡ = triangle_hermitian(ȧ)``)."""
+    # L̇ = L Φ(L⁻¹ Ṡ L⁻ᴴ).
+    x = tri_solve(L, triangle_hermitian(ȧ, lower, L.real.dtype), lower=True)  # L⁻¹ Ṡ
+    s = mH(tri_solve(L, mH(x), lower=True))  # (L⁻¹ (L⁻¹ Ṡ)ᴴ)ᴴ = L⁻¹ Ṡ L⁻ᴴ
     return L @ _tril_half(s)
-
-
-@functools.lru_cache(maxsize=16)
-def _tril_half_weights(n: int, dtype: np.dtype) -> np.ndarray:
-    """A read-only ``(n, n)`` matrix: 1 below the diagonal, 1/2 on it, 0 above."""
-    w = np.tri(n, k=-1, dtype=dtype)
-    w.flat[:: n + 1] = 0.5
-    w.flags.writeable = False
-    return w
-
-
-non_differentiable(_tril_half_weights)
 
 
 def _tril_half_of(m: np.ndarray) -> np.ndarray:
     """``tril(m, -1) + diag(m) / 2`` in one pass (Φ, with a complex diagonal kept)."""
-    return m * _tril_half_weights(m.shape[-1], m.real.dtype)
+    return m * read_triangle_weights(m.shape[-1], m.real.dtype, True)
 
 
-def _triangle_weights(n: int, dtype: np.dtype, lower: bool) -> np.ndarray:
-    """1 on the strict triangle ``lower`` names, 1/2 on the diagonal, 0 elsewhere."""
-    w = _tril_half_weights(n, dtype)
-    return w if lower else w.T
-
-
-def triangle_hermitian(x: np.ndarray, lower: bool, dtype: np.dtype) -> np.ndarray:
-    """The Hermitian matrix LAPACK's eigensolvers read from ``x``: the strict triangle
-    ``lower`` names, its conjugate mirrored across the diagonal, and ``Re diag(x)``.
-
-    With ``Y = x ∘ W`` (``W``: 1 on that strict triangle, 1/2 on the diagonal)
-    this is ``Y + Yᴴ``. It is linear: the tangent of eigh's input, read as numpy
-    reads it. ``dtype`` is the real dtype of the weights (the eigenvalues').
-    """
-    y = x * _triangle_weights(x.shape[-1], dtype, lower)
-    return y + mH(y)
-
-
-def triangle_cotangent(g: np.ndarray, lower: bool, dtype: np.dtype) -> np.ndarray:
-    """The adjoint of ``triangle_hermitian``: ``(g + gᴴ) ∘ W``.
-
-    Entries of the read strict triangle get ``gᵢⱼ + conj(gⱼᵢ)``, the diagonal
-    ``Re gᵢᵢ``, the ignored triangle 0 (for ``⟨a, b⟩ = Re tr(aᴴ b)``).
-    """
-    return (g + mH(g)) * _triangle_weights(g.shape[-1], dtype, lower)
-
-
-def _cholesky_pullback(L: np.ndarray, L̄: np.ndarray) -> np.ndarray:
-    # The adjoint of the frule within Hermitian matrices: with M = Lᴴ L̄,
-    # P = herm(tril(M, -1) + Re(diag M) / 2) and ā = L⁻ᴴ P L⁻¹. As herm is
-    # linear and L⁻ᴴ (·) L⁻¹ preserves it, ā = herm(L⁻ᴴ Φ L⁻¹) with
-    # Φ = tril(M, -1) + diag(M) / 2 (herm(Φ) has the real diagonal): one
-    # masking product instead of tril/diag_embed/herm, two triangular solves
-    # with the upper-triangular Lᴴ, and few n² temporaries alive at once
-    # (fresh n² arrays cost page faults: about 2x faster at n = 200).
+def _cholesky_pullback(L: np.ndarray, L̄: np.ndarray, lower: bool) -> np.ndarray:
+    """ā of ``L = cholesky(a)`` given L̄: zero on the triangle ``lower`` does not name,
+    which LAPACK never reads (the adjoint of :func:`_cholesky_frule`)."""
+    # Within Hermitian matrices the adjoint is S̄ = herm(Z), Z = L⁻ᴴ Φ L⁻¹ with
+    # M = Lᴴ L̄ and Φ = tril(M, -1) + diag(M) / 2 (herm(Φ) has the real
+    # diagonal). triangle_cotangent(S̄) = triangle_cotangent(Z): no herm. One
+    # masking product instead of tril/diag_embed, two triangular solves with the
+    # upper-triangular Lᴴ, and few n² temporaries alive at once (fresh n² arrays
+    # cost page faults: about 2x faster at n = 200).
     Lh = mH(L)
     y = tri_solve(Lh, mH(_tril_half_of(Lh @ L̄)), lower=False)  # L⁻ᴴ Φᴴ = (Φ L⁻¹)ᴴ
-    return herm(tri_solve(Lh, mH(y), lower=False))  # herm(L⁻ᴴ Φ L⁻¹)
+    z = tri_solve(Lh, mH(y), lower=False)  # L⁻ᴴ Φ L⁻¹
+    return triangle_cotangent(z, lower, L.real.dtype)
 
 
 @rrule.register(np.linalg.cholesky)
@@ -115,7 +76,7 @@ def _(a, *, upper=False):
         if is_zero(ȳ):
             return NoTangent(), ȳ
         L̄ = mH(asarray(ȳ)) if upper else asarray(ȳ)
-        return NoTangent(), project(a, _cholesky_pullback(L, L̄))
+        return NoTangent(), project(a, _cholesky_pullback(L, L̄, not upper))
 
     return y, cholesky_pullback
 
@@ -125,7 +86,7 @@ def _(ḟ, ȧ, a, *, upper=False):
     y = np.linalg.cholesky(asarray(a), upper=upper)
     if is_zero(ȧ):
         return y, ZeroTangent()
-    L̇ = _cholesky_frule(mH(y) if upper else y, asarray(unthunk(ȧ)))
+    L̇ = _cholesky_frule(mH(y) if upper else y, asarray(unthunk(ȧ)), not upper)
     return y, project(y, mH(L̇) if upper else L̇)
 
 

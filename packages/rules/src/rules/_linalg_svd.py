@@ -14,12 +14,12 @@ import numpy as np
 
 from rulescore import NoTangent, Tangent, ZeroTangent, frule, rrule, unthunk
 
+from ._linalg_triangle import triangle_cotangent, triangle_hermitian
 from ._linalg_util import (
     bind,
     dense,
     diag_embed,
     entries,
-    herm,
     is_zero,
     mH,
     nondiff_rest,
@@ -127,7 +127,8 @@ def _(a, *rest, **kw):
         if is_zero(ū) and is_zero(s̄) and is_zero(v̄h):
             return NoTangent(), ZeroTangent(), *nondiff_rest(rest)
         ā = _svd_pullback(a_, u, s, vh, ū, s̄, v̄h, "numpy.linalg.svd")
-        return NoTangent(), project(a, herm(ā) if hermitian else ā), *nondiff_rest(rest)
+        ā = triangle_cotangent(ā, True, s.dtype) if hermitian else ā
+        return NoTangent(), project(a, ā), *nondiff_rest(rest)
 
     return out, svd_pullback
 
@@ -141,7 +142,8 @@ def _(ḟ, *args, **kw):
     if is_zero(ȧ):
         return out, ZeroTangent()
     ȧ = asarray(unthunk(ȧ))
-    ȧ = herm(ȧ) if hermitian else ȧ
+    # hermitian=True: numpy calls eigh(a), which reads the lower triangle.
+    ȧ = triangle_hermitian(ȧ, True, (out[1] if uv else out).dtype) if hermitian else ȧ
     if not uv:
         u, s, vh = np.linalg.svd(a, full_matrices=False, hermitian=hermitian)
         ṡ = np.einsum("...ji,...jk,...ik->...i", u.conj(), ȧ, vh.conj()).real
@@ -189,18 +191,26 @@ def _pinv_pullback(a, x, x̄):
     return -(xh @ x̄ @ xh) + ra @ x̄h @ x @ xh + xh @ x @ x̄h @ rx
 
 
+def _pinv_read(a: np.ndarray, x: np.ndarray, hermitian: bool) -> np.ndarray:
+    """The matrix pinv inverts: ``a``, or with ``hermitian=True`` the Hermitian one
+    numpy's eigh reads from the lower triangle of ``a`` (and its real diagonal)."""
+    return triangle_hermitian(a, True, x.real.dtype) if hermitian else a
+
+
 @rrule.register(np.linalg.pinv)
 def _(a, *rest, **kw):
     a_ = asarray(a)
     hermitian = bool(bind(np.linalg.pinv, (a_, *rest), kw)["hermitian"])
     x = np.linalg.pinv(a_, *rest, **kw)
+    s_ = _pinv_read(a_, x, hermitian)
 
     def pinv_pullback(x̄):
         x̄ = unthunk(x̄)
         if is_zero(x̄):
             return NoTangent(), x̄, *nondiff_rest(rest)
-        ā = _pinv_pullback(a_, x, asarray(x̄))
-        return NoTangent(), project(a, herm(ā) if hermitian else ā), *nondiff_rest(rest)
+        ā = _pinv_pullback(s_, x, asarray(x̄))
+        ā = triangle_cotangent(ā, True, x.real.dtype) if hermitian else ā
+        return NoTangent(), project(a, ā), *nondiff_rest(rest)
 
     return x, pinv_pullback
 
@@ -214,7 +224,8 @@ def _(ḟ, *args, **kw):
     if is_zero(ȧ):
         return x, ZeroTangent()
     ȧ = asarray(unthunk(ȧ))
-    return x, project(x, _pinv_frule(a, x, herm(ȧ) if hermitian else ȧ))
+    ȧ = triangle_hermitian(ȧ, True, x.real.dtype) if hermitian else ȧ
+    return x, project(x, _pinv_frule(_pinv_read(a, x, hermitian), x, ȧ))
 
 
 def _lstsq_parts(a: np.ndarray, rank: int):

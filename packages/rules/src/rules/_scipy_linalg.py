@@ -22,17 +22,12 @@ rule time for options without a derivative). Specific to scipy:
   the strict lower (``L``, unit diagonal) and upper (``U``) parts of ``lu``,
   ``solve_banded`` the band entries of ``ab`` (not its unused corners),
   ``solve``/``inv`` with ``assume_a`` 'diagonal', 'tridiagonal', 'upper
-  triangular' or 'lower triangular' that structure of ``a``; ``eigh`` and
-  ``eigvalsh`` the triangle ``lower`` names and the real part of the diagonal
-  (as numpy's ``eigh``): the cotangent is zero elsewhere and the tangent there
-  is ignored. These are exact.
-* **Symmetric and Hermitian inputs** (``cholesky``, ``cho_factor``;
-  ``solve``/``inv`` with ``assume_a`` 'her'/'pos', and 'sym') are
-  differentiated, as numpy's ``cholesky`` is, as functions of
-  ``herm(a) = (a + aᴴ)/2`` (``(a + aᵀ)/2`` for 'sym', which LAPACK treats as
-  complex symmetric): the cotangent is Hermitian (symmetric) and the tangent
-  is symmetrized first, although scipy reads only the triangle ``lower``
-  names. Both agree in every Hermitian direction.
+  triangular' or 'lower triangular' that structure of ``a``; ``cholesky``,
+  ``cho_factor``, ``eigh``, ``eigvalsh`` and ``solve``/``inv`` with
+  ``assume_a`` 'her'/'pos' the triangle ``lower`` names and the real part of
+  the diagonal (as numpy's ``cholesky``/``eigh``), 'sym' that triangle and the
+  whole diagonal (LAPACK's complex symmetric): the cotangent is zero elsewhere
+  and the tangent there is ignored (``_linalg_triangle``). These are exact.
 * **Tuple results and arguments.** ``cho_factor`` returns ``(c, lower)``:
   its cotangent is a pair ``(c̄, anything)`` (plain tuple, ``Tangent[tuple]``,
   zeros allowed), of which only the triangle of ``c̄`` that holds the factor is

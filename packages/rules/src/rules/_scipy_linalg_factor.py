@@ -56,7 +56,7 @@ __all__: list[str] = []
 
 @rrule.register(sl.cholesky)
 def cholesky_rrule(a, *rest, **kw):
-    """rrule of ``scipy.linalg.cholesky``: the Hermitian cotangent of numpy's rule."""
+    """rrule of ``scipy.linalg.cholesky``: zero on the triangle ``lower`` leaves unread."""
     o = bind(sl.cholesky, (a, *rest), kw)
     lower = bool(o["lower"])
     a_ = np.asarray(a)
@@ -68,21 +68,21 @@ def cholesky_rrule(a, *rest, **kw):
         if is_zero(ȳ):
             return NoTangent(), ZeroTangent(), *_nd(len(rest))
         L̄ = np.asarray(ȳ) if lower else mH(np.asarray(ȳ))
-        return NoTangent(), project(a, _cholesky_pullback(L, L̄)), *_nd(len(rest))
+        return NoTangent(), project(a, _cholesky_pullback(L, L̄, lower)), *_nd(len(rest))
 
     return y, cholesky_pullback
 
 
 @frule.register(sl.cholesky)
 def cholesky_frule(ḟ, *args, **kw):
-    """frule of ``scipy.linalg.cholesky`` along ``herm(ȧ)``."""
+    """frule of ``scipy.linalg.cholesky`` along ȧ's triangle that ``lower`` names."""
     (ȧ, *_), (a, *rest) = _split(args)
     o = bind(sl.cholesky, (a, *rest), kw)
     lower = bool(o["lower"])
     y = sl.cholesky(np.asarray(a), lower=lower, check_finite=o["check_finite"])
     if is_zero(ȧ):
         return y, ZeroTangent()
-    L̇ = _cholesky_frule(y if lower else mH(y), np.asarray(unthunk(ȧ)))
+    L̇ = _cholesky_frule(y if lower else mH(y), np.asarray(unthunk(ȧ)), lower)
     return y, project(y, L̇ if lower else mH(L̇))
 
 
@@ -101,7 +101,8 @@ def _factor_of(c: np.ndarray, lower: bool) -> np.ndarray:
 
 @rrule.register(sl.cho_factor)
 def cho_factor_rrule(a, *rest, **kw):
-    """rrule of ``cho_factor``: reads only the factor's triangle of the cotangent of ``c``."""
+    """rrule of ``cho_factor``: reads only the factor's triangle of the cotangent of ``c``;
+    ā is zero on the triangle of ``a`` that ``lower`` leaves unread."""
     o = bind(sl.cho_factor, (a, *rest), kw)
     a_, low = np.asarray(a), bool(o["lower"])
     out = sl.cho_factor(a_, lower=low, check_finite=o["check_finite"])
@@ -111,7 +112,7 @@ def cho_factor_rrule(a, *rest, **kw):
         c̄, _ = entries(ȳ, 2)
         if is_zero(c̄):
             return NoTangent(), ZeroTangent(), *_nd(len(rest))
-        ā = _cholesky_pullback(L, _factor_of(np.asarray(c̄), low))
+        ā = _cholesky_pullback(L, _factor_of(np.asarray(c̄), low), low)
         return NoTangent(), project(a, ā), *_nd(len(rest))
 
     return out, cho_factor_pullback
@@ -126,7 +127,7 @@ def cho_factor_frule(ḟ, *args, **kw):
     out = sl.cho_factor(np.asarray(a), lower=low, check_finite=o["check_finite"])
     if is_zero(ȧ):
         return out, ZeroTangent()
-    L̇ = _cholesky_frule(_factor_of(out[0], low), np.asarray(unthunk(ȧ)))
+    L̇ = _cholesky_frule(_factor_of(out[0], low), np.asarray(unthunk(ȧ)), low)
     return out, Tangent[tuple](project(out[0], L̇ if low else mH(L̇)), NoTangent())
 
 

@@ -22,7 +22,8 @@ import scipy.linalg as sl
 from rulescore import NoTangent, ZeroTangent, frule, non_differentiable, rrule, unthunk
 
 from ._linalg_basic import _det_adjugate, det_tangent
-from ._linalg_util import bind, diag_embed, herm, is_zero, mH, unsupported
+from ._linalg_triangle import triangle_cotangent, triangle_hermitian
+from ._linalg_util import bind, diag_embed, is_zero, mH, unsupported
 from ._scipy_linalg_util import (
     _adjoint_solve,
     _cols,
@@ -86,8 +87,8 @@ def solve_triangular_frule(ḟ, *args, **kw):
     return x, project(x, _uncols(_tsolve(a_, rhs, lower, t, unit), vec))
 
 
-# assume_a -> how the derivative treats a: the whole matrix, a structure scipy
-# reads exactly (masks), or the symmetric/Hermitian convention.
+# assume_a -> how the derivative treats a: the whole matrix, or the structure
+# scipy reads (masks, or the Hermitian/symmetric matrix one triangle holds).
 _KINDS = {
     None: "gen",
     "general": "gen",
@@ -113,14 +114,22 @@ def _kind(fname: str, assume_a: Any) -> str:
         raise ValueError(f"{fname}: {assume_a!r} is not a recognized matrix structure") from None
 
 
-def _structured(x: np.ndarray, kind: str) -> np.ndarray:
-    """The part of ``x`` the derivative sees for ``kind`` (self-adjoint, used both ways)."""
+def _structured(
+    x: np.ndarray, kind: str, lower: bool, dtype: np.dtype, adjoint: bool = False
+) -> np.ndarray:
+    """The tangent of the matrix scipy reads for ``kind`` given a tangent ``x`` of
+    ``a`` (``adjoint``: ā given a cotangent ``x`` of that matrix).
+
+    'her'/'pos' read the triangle ``lower`` names and the real diagonal, 'sym' that
+    triangle and the whole diagonal (complex symmetric): ``triangle_hermitian`` and
+    its adjoint ``triangle_cotangent`` (``dtype``: the weights' real dtype). The
+    masks of the other kinds are self-adjoint.
+    """
     if kind == "gen":
         return x
-    if kind == "her":
-        return herm(x)
-    if kind == "sym":
-        return 0.5 * (x + _swap(x))
+    if kind in ("her", "sym"):
+        read = triangle_cotangent if adjoint else triangle_hermitian
+        return read(x, lower, dtype, conjugate=kind == "her")
     if kind == "diagonal":
         return diag_embed(np.diagonal(x, axis1=-2, axis2=-1))
     if kind == "tridiagonal":
@@ -174,7 +183,7 @@ def _solve_setup(a, b, rest, kw):
 
 @rrule.register(sl.solve)
 def solve_rrule(a, b, *rest, **kw):
-    """rrule of ``scipy.linalg.solve``: dense ā, masked or symmetrized as ``assume_a`` reads a."""
+    """rrule of ``scipy.linalg.solve``: ā zero where ``assume_a`` (and ``lower``) leave a unread."""
     o, kind, a_, b_, x = _solve_setup(a, b, rest, kw)
     vec = b_.ndim == 1
     lower, tr = o["lower"], bool(o["transposed"])
@@ -186,7 +195,7 @@ def solve_rrule(a, b, *rest, **kw):
         ō, b̄m = _solve_cotangents(
             x, x̄, vec, lambda r: _solve_adjoint(a_, r, o["assume_a"], kind, lower, tr)
         )
-        ā = _structured(_swap(ō) if tr else ō, kind)
+        ā = _structured(_swap(ō) if tr else ō, kind, bool(lower), x.real.dtype, adjoint=True)
         return NoTangent(), unbroadcast(a, ā), unbroadcast(b, _uncols(b̄m, vec)), *_nd(len(rest))
 
     return x, solve_pullback
@@ -203,7 +212,7 @@ def solve_frule(ḟ, *args, **kw):
     xm = _cols(x, vec)
     rhs = _cols(_tangent(ḃ, b_), vec)
     if not is_zero(ȧ):
-        ȧs = _structured(np.asarray(unthunk(ȧ)), kind)
+        ȧs = _structured(np.asarray(unthunk(ȧ)), kind, bool(o["lower"]), x.real.dtype)
         rhs = rhs - (_swap(ȧs) if o["transposed"] else ȧs) @ xm
     ẋ = sl.solve(a_, rhs, lower=o["lower"], assume_a=o["assume_a"], transposed=o["transposed"])
     return x, project(x, _uncols(ẋ, vec))
@@ -223,20 +232,21 @@ def _inv_setup(a, rest, kw):
     kind = _kind("scipy.linalg.inv", o["assume_a"])
     a_ = np.asarray(a)
     y = sl.inv(a_, check_finite=o["check_finite"], assume_a=o["assume_a"], lower=o["lower"])
-    return kind, y
+    return kind, bool(o["lower"]), y
 
 
 @rrule.register(sl.inv)
 def inv_rrule(a, *rest, **kw):
-    """rrule of ``scipy.linalg.inv``: ā = -Yᴴ Ȳ Yᴴ, masked or symmetrized as ``assume_a`` says."""
-    kind, y = _inv_setup(a, rest, kw)
+    """rrule of ``scipy.linalg.inv``: ā = -Yᴴ Ȳ Yᴴ, zero where ``assume_a`` leaves a unread."""
+    kind, lower, y = _inv_setup(a, rest, kw)
 
     def inv_pullback(ȳ):
         ȳ = unthunk(ȳ)
         if is_zero(ȳ):
             return NoTangent(), ZeroTangent(), *_nd(len(rest))
         yh = mH(y)
-        return NoTangent(), project(a, _structured(-(yh @ ȳ @ yh), kind)), *_nd(len(rest))
+        ā = _structured(-(yh @ ȳ @ yh), kind, lower, y.real.dtype, adjoint=True)
+        return NoTangent(), project(a, ā), *_nd(len(rest))
 
     return y, inv_pullback
 
@@ -245,10 +255,11 @@ def inv_rrule(a, *rest, **kw):
 def inv_frule(ḟ, *args, **kw):
     """frule of ``scipy.linalg.inv``: Ẏ = -Y Ȧ Y."""
     (ȧ, *_), (a, *rest) = _split(args)
-    kind, y = _inv_setup(a, rest, kw)
+    kind, lower, y = _inv_setup(a, rest, kw)
     if is_zero(ȧ):
         return y, ZeroTangent()
-    return y, project(y, -(y @ _structured(np.asarray(unthunk(ȧ)), kind) @ y))
+    ȧs = _structured(np.asarray(unthunk(ȧ)), kind, lower, y.real.dtype)
+    return y, project(y, -(y @ ȧs @ y))
 
 
 @rrule.register(sl.det)

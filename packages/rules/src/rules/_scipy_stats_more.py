@@ -14,7 +14,9 @@ Derivations:
   has ``∂/∂q = -scale/φ(z)`` with ``z = Φ⁻¹(1-q)``. At ``q = 0`` or ``1`` the
   quantile is infinite and so is its slope.
 * ``multivariate_normal.entropy(mean=None, cov=1) = ½ log det(2πe Σ)``: ``∂/∂Σ
-  = Σ⁻¹/2`` (symmetrised, the Hermitian convention of LINALG.md); a scalar
+  = Σ⁻¹/2`` with ``Σ`` read from the lower triangle of ``cov`` as scipy reads
+  it, so ``cov`` gets ``Σ⁻¹`` below the diagonal, ``Σ⁻¹/2`` on it and 0 above
+  (``triangle_cotangent``, LINALG.md); a scalar
   ``cov`` (``c·I`` in dimension d) gets ``d/(2c)``, a vector ``diag(c)`` gets
   ``1/(2c)``. The entropy does not depend on ``mean``: ``ZeroTangent()``.
 
@@ -39,7 +41,8 @@ from scipy.special import ndtri
 
 from rulescore import NoTangent, ZeroTangent, frule, rrule, unthunk
 
-from ._scipy_stats import _LOC_SCALE, _elementwise_rules, _f64, _register
+from ._linalg_triangle import triangle_cotangent, triangle_hermitian
+from ._scipy_stats import _F64, _LOC_SCALE, _elementwise_rules, _f64, _register
 from ._util import is_zero, project
 
 __all__: list[str] = []
@@ -96,9 +99,9 @@ _register_elementwise()
 def _entropy_partial(mean: Any, cov: Any) -> np.ndarray:
     """∂H/∂cov with cov's own shape (scalar, diagonal vector or matrix)."""
     c = _f64(cov)
-    if c.ndim == 2:
-        inv = np.linalg.inv(c)
-        return 0.25 * (inv + inv.T)
+    if c.ndim == 2:  # scipy reads the lower triangle (eigh(cov, lower=True))
+        inv = np.linalg.inv(triangle_hermitian(c, True, _F64))
+        return triangle_cotangent(0.5 * inv, True, _F64)
     if c.ndim == 1:
         return 0.5 / c
     d = 1 if mean is None else max(np.size(mean), 1)

@@ -9,12 +9,14 @@ conventions shared by all scipy.stats rules).
 
 Conventions:
 
-* ``multivariate_normal``'s covariance follows the Hermitian convention of the
-  linalg rules (LINALG.md): scipy reads one triangle, the rules differentiate
-  ``cov ↦ f((cov + covᵀ)/2)`` and return a symmetric cotangent. A scalar or
+* ``multivariate_normal``'s covariance matrix is read as scipy reads it: its
+  lower triangle only (``eigh(cov, lower=True)``), ``Σ = T + Tᵀ + diag(cov)``
+  with ``T`` the strict lower triangle (LINALG.md, one triangle read). With
+  ``r = x - mean`` and ``u = Σ⁻¹ r``: ``∂/∂x = -u``, ``∂/∂mean = u``, and
+  ``∂/∂Σ = (u uᵀ - Σ⁻¹)/2`` per point, which ``cov`` gets as twice that below
+  the diagonal, once on it and 0 above (``triangle_cotangent``). A scalar or
   vector ``cov`` (``c·I``, ``diag(c)``) gets a cotangent of its own shape; so
-  does a ``mean`` scipy broadcasts. With ``r = x - mean`` and ``u = Σ⁻¹ r``:
-  ``∂/∂x = -u``, ``∂/∂mean = u``, ``∂/∂Σ = (u uᵀ - Σ⁻¹)/2`` per point.
+  does a ``mean`` scipy broadcasts.
 * A singular covariance (``allow_singular=True``) or a ``scipy.stats.Covariance``
   object as ``cov`` has no derivative here: ``not_implemented`` (a Covariance
   object still lets ``x`` and ``mean`` be differentiated).
@@ -44,6 +46,7 @@ from scipy.special import digamma
 
 from rulescore import NoTangent, Thunk, ZeroTangent, not_implemented, unthunk
 
+from ._linalg_triangle import triangle_cotangent, triangle_hermitian
 from ._quiet import quietly
 from ._scipy_stats import _F64, _bind, _f64, _register
 from ._util import finfo, is_zero, project, unbroadcast
@@ -84,7 +87,8 @@ def _mvn_setup(x: Any, mean: Any, cov: Any) -> _MVN:
         pts = pts[np.newaxis]
     elif pts.ndim == 1:
         pts = pts[:, np.newaxis] if dim == 1 else pts[np.newaxis, :]
-    w, V = np.linalg.eigh(0.5 * (S + S.T))
+    # scipy's _PSD: eigh(cov, lower=True) reads the lower triangle only.
+    w, V = np.linalg.eigh(triangle_hermitian(S, True, _F64))
     eps = 1e6 * finfo(_F64).eps * np.max(np.abs(w))  # scipy's rank cut-off
     if np.min(w) <= eps:
         return _MVN(pts, dim, None, None)
@@ -178,7 +182,7 @@ def _cov_form(cov: Any, g: _MVN, wu: np.ndarray, Y: np.ndarray) -> Any:
         return np.trace(S̄)
     if len(shape) == 1:
         return np.diagonal(S̄).copy()
-    return S̄
+    return triangle_cotangent(S̄, True, _F64)
 
 
 def _to_form(arg: Any, d: np.ndarray) -> Any:
@@ -204,7 +208,7 @@ def _mvn_tangent(g: _MVN, cov: Any, ts: list) -> np.ndarray:
         elif c.ndim == 1:
             Ṡ = np.diag(c)
         else:
-            Ṡ = 0.5 * (c + c.T)
+            Ṡ = triangle_hermitian(c, True, _F64)
         quad = np.einsum("...i,ij,...j->...", g.u, Ṡ, g.u)
         ẏ = ẏ + 0.5 * (quad - np.sum(g.inv * Ṡ))
     return ẏ
