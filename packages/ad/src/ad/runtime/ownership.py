@@ -57,6 +57,7 @@ from ad.runtime.config import ADConfig
 from ad.runtime.state import followed, stateful
 from ad.transform import PURE_PREFIX
 from ad.transform.bindings import NO_VALUE
+from ad.transform.guards import ORIGINAL
 from rulescore import NoTangent, frule, rrule
 
 __all__ = ["own"]
@@ -446,7 +447,11 @@ def _star_call_tuple(
         return 0
     c = callee.f_code
     mine = dict(_locals(callee))
-    positional = [mine.get(n) for n in c.co_varnames[: c.co_argcount]]
+    # what was passed: a parameter the callee rebinds (``x = G``) keeps it as ``_ad_arg_x``
+    positional = [
+        mine[ORIGINAL + n] if ORIGINAL + n in mine else mine.get(n)
+        for n in c.co_varnames[: c.co_argcount]
+    ]
     if c.co_flags & inspect.CO_VARARGS:
         rest = mine.get(c.co_varnames[c.co_argcount + c.co_kwonlyargcount])
         positional.extend(rest if type(rest) is tuple else ())

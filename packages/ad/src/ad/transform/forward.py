@@ -415,7 +415,7 @@ def generate_forward(
     outer = set(freevars) if closure_active else set()
     prologue += gen.zeros(sorted(active - gen.local() - gen.params - outer), line)
     body = gen.block(fn.body)
-    prologue += original_arguments(gen.originals, line)
+    prologue += original_arguments(gen.rebound_params, line)
     a = fn.args
     args = ast.arguments(
         posonlyargs=a.posonlyargs,

@@ -252,8 +252,11 @@ def rebound_parameters(fn: ast.FunctionDef) -> frozenset[str]:
     return frozenset(found & params)
 
 
-def original_arguments(names: set[str], line: int) -> list[ast.stmt]:
-    """``_ad_arg_x = x`` for each of ``names``, at the primal's entry."""
+def original_arguments(names: set[str] | frozenset[str], line: int) -> list[ast.stmt]:
+    """``_ad_arg_x = x`` for each of ``names`` (``rebound_parameters``), at the primal's
+    entry: the argument, for a write's test (``argument_write_guard``) and for
+    ``ad.runtime.ownership``, which tells the call's arguments from what the
+    parameter holds later."""
     return [
         at(
             ast.Assign(

@@ -390,7 +390,7 @@ def generate(
     fwd = ast.FunctionDef(
         name="_ad_fwd",
         args=args,
-        body=[*original_arguments(gen.originals, line), *stacks_init, *head_defs, *fwd_body],
+        body=[*original_arguments(gen.rebound_params, line), *stacks_init, *head_defs, *fwd_body],
         decorator_list=[],
         returns=None,
         lineno=line,
