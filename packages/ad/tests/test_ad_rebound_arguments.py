@@ -140,3 +140,57 @@ def test_an_argument_written_and_returned_in_a_tuple():
     _, back = ad.pullback(written_returned_in_tuple, x.copy())
     np.testing.assert_allclose(back((1.0, np.zeros(3)))[0], [0.0, 4.0, 3.0])
     np.testing.assert_allclose(back((0.0, np.array([1.0, 10.0, 100.0])))[0], [0.0, 13.0, 102.0])
+
+
+G = np.array([1.0, 2.0, 3.0])
+GL = [1.0, 2.0]
+
+
+def rebound_to_a_global(x, s):
+    x = G  # the parameter now names the module's array: a write changes G
+    x[0] = s * 2.0
+    return np.sum(G * s)
+
+
+def rebound_to_a_global_list(xs, s):
+    xs = GL
+    xs[0] = s * 2.0
+    return GL[0] * s
+
+
+def _captured(param):
+    H = np.array([1.0, 2.0, 3.0])
+
+    def through_a_parameter(x, s):
+        x = H
+        x[0] = s * 2.0
+        return np.sum(H * s)
+
+    def through_a_local(x, s):
+        y = H
+        y[0] = s * 2.0
+        return np.sum(H * s)
+
+    return through_a_parameter if param else through_a_local
+
+
+@pytest.mark.parametrize(
+    "f, args",
+    [
+        (rebound_to_a_global, (None, 1.5)),
+        (rebound_to_a_global_list, ([0.0], 1.5)),
+        (_captured(True), (None, 1.5)),
+        (_captured(False), (None, 1.5)),
+    ],
+    ids=["global array", "global list", "captured, parameter", "captured, local"],
+)
+def test_a_write_into_a_global_or_captured_object_through_another_name_is_refused(f, args):
+    # Python writes the global (or the closure's array), read afterwards: a write
+    # into a private copy would give the wrong value and gradient, silently
+    before = (G.copy(), list(GL))
+    with pytest.raises(ad.MutationError, match="updated in place"):
+        ad.gradient(f, *args)
+    with pytest.raises(ad.MutationError, match="updated in place"):
+        ad.jvp(f, args, (None, 1.0))
+    np.testing.assert_array_equal(G, before[0])
+    assert GL == before[1]

@@ -177,3 +177,25 @@ def test_second_order_through_the_inline_calls():
     # (sin e^x)'' = 2 cos(x) e^x
     assert ad.hessian(f, x) == pytest.approx(2 * math.cos(x) * math.exp(x), rel=1e-10)
     assert ad.hessian_reverse(f, x) == pytest.approx(2 * math.cos(x) * math.exp(x), rel=1e-10)
+
+
+def test_cmath_functions_take_the_rules_path_and_are_conjugated():
+    import cmath
+
+    def f(x):
+        return cmath.sqrt(x).imag  # sqrt(-x) i for x < 0: d/dx Im = -1 / (2 sqrt(-x))
+
+    x = -2.0
+    assert "_ad_SF" not in ad.code_adjoint(f, x) or "_ad_SF.cmath" not in ad.code_adjoint(f, x)
+    assert ad.gradient(f, x)[0] == pytest.approx(-1 / (2 * math.sqrt(2.0)), rel=1e-12)
+    assert ad.jvp(f, (x,), (1.0,))[1] == pytest.approx(-1 / (2 * math.sqrt(2.0)), rel=1e-12)
+
+
+def test_a_patched_math_function_changes_the_users_code_not_other_derivatives(monkeypatch):
+    def f(x):
+        return math.cos(x) * 2.0
+
+    x = 0.7
+    monkeypatch.setattr(math, "sin", lambda v: 0.0)  # what a user's test double might do
+    assert ad.gradient(f, x)[0] == pytest.approx(-2.0 * math.cos(x - math.pi / 2), rel=1e-12)
+    assert ad.jvp(f, (x,), (1.0,))[1] == pytest.approx(-2.0 * math.cos(x - math.pi / 2), rel=1e-12)

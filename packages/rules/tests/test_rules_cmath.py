@@ -63,6 +63,35 @@ def test_other(f, args):
     test_frule(f, *args, **F64)
 
 
+# On a branch cut, a point gets the derivative of the side its value is on (the
+# signed zero of the other part picks it): the inverse functions' partials come from
+# their value. The differences move along the cut, keeping that signed zero.
+ON_CUTS = [
+    ("asin", 1.5, 0.0),
+    ("asin", -3.0, -0.0),
+    ("acos", 1.5, -0.0),
+    ("acos", -2.2, 0.0),
+    ("acosh", 0.4, 0.0),
+    ("acosh", -1.7, -0.0),
+    ("asinh", 0.0, 2.5),
+    ("asinh", -0.0, -1.6),
+]
+
+
+@pytest.mark.parametrize("name, re, im", ON_CUTS, ids=repr)
+def test_inverse_functions_on_their_branch_cuts_follow_the_values_side(name, re, im):
+    f = getattr(cmath, name)
+    z, h = complex(re, im), 1e-7
+    if im == 0.0:  # a cut along the real axis
+        expected = (f(complex(re + h, im)) - f(complex(re - h, im))) / (2 * h)
+    else:  # along the imaginary axis
+        expected = (f(complex(re, im + h)) - f(complex(re, im - h))) / (2j * h)
+    ż = frule((NO, 1.0 + 0j), f, z)[1]
+    assert abs(ż - expected) < 1e-6 * max(1.0, abs(expected))
+    _, pb = rrule(f, z)
+    assert abs(pb(1.0 + 0j)[1] - expected.conjugate()) < 1e-6 * max(1.0, abs(expected))
+
+
 def test_phase_and_polar_at_zero_are_subgradient_zero():
     _, pb = rrule(cmath.phase, 0j)
     assert pb(1.0) == (NO, 0j)

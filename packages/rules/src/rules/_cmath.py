@@ -16,8 +16,9 @@ both are 0 at ``z = 0``.
 
 from __future__ import annotations
 
-import cmath
+import cmath as _cmath_module
 import numbers
+import types
 from typing import Any
 
 from rulescore import (
@@ -34,6 +35,11 @@ from rulescore import (
 )
 
 from ._sequences import seq_entries
+
+#: ``cmath`` as it was at import: the rules below call its functions (partials,
+#: values), and a user's temporary ``cmath.sin = ...`` must change the user's code,
+#: never these derivatives.
+cmath = types.SimpleNamespace(**vars(_cmath_module))
 
 __all__: list[str] = []
 
@@ -55,10 +61,6 @@ def _log_partials(z: complex, *rest: complex) -> Any:
     return _inv(z * lb), -Ω * _inv(base * lb)
 
 
-def _sqrt_1mz2(z: complex) -> complex:
-    return cmath.sqrt(1 - z) * cmath.sqrt(1 + z)
-
-
 _PARTIALS: dict[str, Any] = {
     "exp": lambda z, Ω: Ω,
     "log": _log_partials,
@@ -67,15 +69,17 @@ _PARTIALS: dict[str, Any] = {
     "sin": lambda z, Ω: cmath.cos(z),
     "cos": lambda z, Ω: -cmath.sin(z),
     "tan": lambda z, Ω: 1 + Ω * Ω,
-    # Written as products of square roots so the branch matches cmath's cuts.
-    "asin": lambda z, Ω: _inv(_sqrt_1mz2(z)),
-    "acos": lambda z, Ω: -_inv(_sqrt_1mz2(z)),
+    # The inverse functions' derivatives from their value Ω (asin' = 1/cos Ω, ...):
+    # on a branch cut (asin(1.5): real x > 1) they are the side cmath's value is on,
+    # which square roots of 1 - z² computed from z cannot tell (0.0 - 0.0 is +0.0).
+    "asin": lambda z, Ω: _inv(cmath.cos(Ω)),
+    "acos": lambda z, Ω: -_inv(cmath.sin(Ω)),
     "atan": lambda z, Ω: _inv((1 - 1j * z) * (1 + 1j * z)),
     "sinh": lambda z, Ω: cmath.cosh(z),
     "cosh": lambda z, Ω: cmath.sinh(z),
     "tanh": lambda z, Ω: 1 - Ω * Ω,
-    "asinh": lambda z, Ω: _inv(cmath.sqrt(1 + 1j * z) * cmath.sqrt(1 - 1j * z)),
-    "acosh": lambda z, Ω: _inv(cmath.sqrt(z - 1) * cmath.sqrt(z + 1)),
+    "asinh": lambda z, Ω: _inv(cmath.cosh(Ω)),
+    "acosh": lambda z, Ω: _inv(cmath.sinh(Ω)),
     "atanh": lambda z, Ω: _inv((1 - z) * (1 + z)),
     # rect(r, φ) = r e^{iφ} with real r and φ: the projection keeps the real parts.
     "rect": lambda r, φ, Ω: (cmath.exp(1j * φ), 1j * Ω),

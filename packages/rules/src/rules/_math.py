@@ -20,8 +20,9 @@ non-differentiable.
 
 from __future__ import annotations
 
-import math
+import math as _math_module
 import numbers
+import types
 from typing import Any
 
 from rulescore import (
@@ -39,6 +40,11 @@ from rulescore import (
 
 from ._arithmetic import Num, is_integer, pow_dx, pow_dy
 from ._sequences import seq_cotangent, seq_entries
+
+#: ``math`` as it was at import: the rules below call its functions (partials,
+#: values), and a user's temporary ``math.sin = ...`` must change the user's code,
+#: never these derivatives.
+math = types.SimpleNamespace(**vars(_math_module))
 
 __all__ = ["digamma"]
 

@@ -292,6 +292,11 @@ class _Holders:
                     self.internal += _star_call_tuple(self.target, frame, callee, variables)
                 for k, v in variables:
                     if k in free:
+                        # a variable the user's function captures (its cell outlives
+                        # the function that made it): the user's; an enclosing
+                        # generated frame's own cells are counted there, as its locals
+                        if generated and not k.startswith(_PREFIXES) and self.holds(v, 3):
+                            self.users.append(f"{k} (captured from an enclosing function)")
                         continue
                     if (
                         first
@@ -368,8 +373,15 @@ class _Holders:
         elif kind is _FunctionType:
             if id(v.__code__) in own_codes or not v.__closure__:
                 return  # the frame's own closures read its variables, counted there
+            code = v.__code__
+            if not (code.co_name.startswith(_PREFIXES) or code.co_filename.startswith(_INTERNAL)):
+                return  # a function of the user's (the one differentiated): its cells are theirs
             items = []
-            for cell in v.__closure__:
+            # a generated primal shares the user's function's cells: those are the user's
+            user = code.co_freevars if code.co_name in _GENERATED else ()
+            for name, cell in zip(code.co_freevars, v.__closure__):
+                if name in user and not name.startswith(_PREFIXES):
+                    continue
                 if id(cell) not in self.seen:
                     self.seen.add(id(cell))
                     try:

@@ -122,12 +122,14 @@ class _ScalarFunctions:
     (``transform.inline.scalar_call``): attribute ``math__sin`` is ``math.sin``
     while its rule for a float is the ``rules`` package's ``scalar_rule``, else
     ``_NoFastPath``; ``d_math__sin`` is that rule's partials, ``(x, y) -> ∂y/∂x``.
+    Only ``math``'s functions qualify: a float's image is a float, and so is the
+    partial (``cmath.sqrt`` of a float is complex: its derivative is the rule's).
     Looked up on first use, forgotten at every rule registration."""
 
     def __getattr__(self, key: str) -> Any:
         base = key[2:] if key.startswith("d_") else key
         module, _, name = base.partition("__")
-        fn = getattr(sys.modules.get(module), name, None)
+        fn = getattr(sys.modules.get(module), name, None) if module == "math" else None
         partials = scalar_partials(fn, 1) if type(fn) is types.BuiltinFunctionType else None
         valid = partials is not None and _builtin_rule(fn, (float,))
         self.__dict__[base] = fn if valid else _NoFastPath
