@@ -281,3 +281,38 @@ def test_dict_comprehension_forward_over_forward_hand_derived():
     a, v = np.array([0.3, 0.5]), np.array([1.0, 0.0])
     got = ad.jvp(lambda a: ad.jvp(h, (a,), (v,))[1], (a,), (v,))[1]
     assert got == pytest.approx(-4.0 * np.sin(0.6))
+
+
+# --- a nested call's function is the one called, not what its captures hold later ---
+
+
+def _loop_of(call):
+    def f(x):
+        out = 0.0
+        for k in (1.0, 3.0):  # a lambda made per iteration, capturing the loop variable
+            out = out + call(lambda z: z * z * k * x, x)  # noqa: B023 (the point)
+        return out
+
+    return f
+
+
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (lambda g, x: ad.gradient(g, x)[0], 32.0),  # Σ 2 k x² = 8 x²: 16 x at x = 2
+        (lambda g, x: ad.withgradient(g, x).grad[0], 32.0),
+        (lambda g, x: ad.hessian(g, x), 8.0),  # Σ 2 k x = 8 x
+        (lambda g, x: ad.jvp(g, (x,), (1.0,))[1], 32.0),
+        (lambda g, x: ad.pullback(g, x)[1](1.0)[0], 32.0),
+        (lambda g, x: float(np.ravel(ad.jacobian(g, x)[0])[0]), 32.0),
+    ],
+    ids=["gradient", "withgradient", "hessian", "jvp", "pullback", "jacobian"],
+)
+def test_a_closure_made_in_a_loop_is_differentiated_as_called(call, expected):
+    f = _loop_of(call)
+    x = 2.0
+    h = 1e-5
+    fd = (f(x + h) - f(x - h)) / (2 * h)
+    assert ad.gradient(f, x)[0] == pytest.approx(fd, rel=1e-6)
+    assert ad.jvp(f, (x,), (1.0,))[1] == pytest.approx(fd, rel=1e-6)
+    assert ad.gradient(f, x)[0] == pytest.approx(expected, rel=1e-12)  # by hand

@@ -5,6 +5,7 @@ A forward-mode call takes a tuple of tangents ``ts`` and returns a pair
 entries' (``_tangents_ct``), the cotangents of the pair's entries
 (``_pair``), of one keyword argument (``kw_entry``), and of a function from its
 generated pushforward's (``_closure_ct``). ``_is_zero`` tells a structural zero.
+``as_called`` keeps a function as it was called, for a pullback that runs it again.
 """
 
 from __future__ import annotations
@@ -15,10 +16,39 @@ from typing import Any
 from ad.runtime.cotangents import entries
 from rulescore import AbstractZero, Tangent, ZeroTangent, unthunk
 
-__all__ = ["kw_entry"]
+__all__ = ["as_called", "kw_entry"]
 
 _Z = ZeroTangent()
 _TupleT = Tangent[tuple]
+
+
+def as_called(f: Any) -> Any:
+    """``f`` as it is now, for a pullback that calls it again later (a nested
+    ``gradient``'s rule differentiates ``f`` anew in the backward pass): a closure
+    becomes a copy whose cells hold what its captured variables hold now, so that
+    later rebinding (a lambda made in a loop, ``k`` the loop variable) does not
+    change the function the pullback differentiates. Its cotangent has the same
+    fields (the captured variables' names). Anything else is returned as it is.
+
+    >>> k = 1.0
+    >>> g = as_called(lambda z: z * k)
+    >>> k = 3.0
+    >>> g(2.0)
+    2.0
+    """
+    if type(f) is not types.FunctionType or not f.__closure__:
+        return f
+    cells = []
+    for c in f.__closure__:
+        try:
+            cells.append(types.CellType(c.cell_contents))
+        except ValueError:  # an empty cell: a name bound later in the enclosing scope
+            return f
+    g = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, tuple(cells))
+    g.__kwdefaults__ = f.__kwdefaults__
+    g.__qualname__ = f.__qualname__
+    g.__dict__.update(f.__dict__)
+    return g
 
 
 def _is_zero(x: Any) -> bool:

@@ -23,7 +23,7 @@ from ad.api.jacobian import jacobian
 from ad.api.jvp import _tangent_in, jvp
 from ad.api.user_results import to_user
 from ad.errors import NonScalarOutputError
-from ad.higher.cotangent_parts import _is_zero, _tangents_ct
+from ad.higher.cotangent_parts import _is_zero, _tangents_ct, as_called
 from ad.higher.reverse_over_reverse import gradient_pure
 from ad.runtime import forward as _forward
 from ad.runtime.config import ADConfig
@@ -385,7 +385,7 @@ def hessian_dot(f: Callable, x: Any, w: Any) -> Any:
 @rrule.register(hessian, config=ADConfig)
 def _(config: Any, f: Callable, x: Any, **kwargs: Any) -> Any:
     H = hessian(f, x, **kwargs)
-    bound = bind_keywords(f, kwargs)
+    bound = bind_keywords(as_called(f), kwargs)  # as called: run again in the pullback
 
     def hessian_pullback(H̄: Any) -> tuple:
         H̄ = unthunk(H̄)

@@ -21,7 +21,7 @@ from ad.api.gradient import bind_keywords
 from ad.api.jacobian import WithJacobian, jacobian, withjacobian
 from ad.api.jvp import jvp
 from ad.api.user_results import to_user
-from ad.higher.cotangent_parts import _is_zero
+from ad.higher.cotangent_parts import _is_zero, as_called
 from ad.higher.hessian import diaghessian, hvp
 from ad.runtime import forward as _forward
 from ad.runtime.config import ADConfig
@@ -180,7 +180,8 @@ def diaghessian_dot(f: Callable, args: tuple, w: tuple) -> Any:
 
 
 def _bound(f: Callable, kwargs: dict) -> Callable:
-    return bind_keywords(f, kwargs)
+    """``f`` with its keywords, as called now: the pullbacks below run it again."""
+    return bind_keywords(as_called(f), kwargs)
 
 
 def _f_ct(raw_f: Any, kwargs: dict) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ad.api import gradient as _api
 from ad.api.user_results import to_user
-from ad.higher.cotangent_parts import _is_zero, _tangents_ct
+from ad.higher.cotangent_parts import _is_zero, _tangents_ct, as_called
 from ad.higher.reverse_over_forward import _own_ct
 from ad.higher.unfold import LINEAR
 from ad.runtime import forward as _forward
@@ -101,7 +101,7 @@ def _(config: Any, ṡ: Any, ċts: Any, cts: tuple) -> Any:
 @rrule.register(_api.pullback, config=ADConfig)
 def _(config: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
     n = len(args)
-    bound = _api.bind_keywords(f, kwargs)
+    bound = _api.bind_keywords(as_called(f), kwargs)  # as called: the pullback object runs it again
     y, pb = rcall(bound, *args)
     back = pullback_object(bound, args)
 

@@ -41,7 +41,7 @@ from typing import Any
 
 from ad.api import gradient as _api
 from ad.api import jvp as _forward_api
-from ad.higher.cotangent_parts import _is_zero, _tangents_ct
+from ad.higher.cotangent_parts import _is_zero, _tangents_ct, as_called
 from ad.higher.reverse_over_fcall import _fcall_rrule
 from ad.runtime import forward as _forward
 from ad.runtime import forward_arithmetic as _forward_fast
@@ -184,7 +184,7 @@ def _own_ct(bound_ct: Any, kwargs: dict) -> Any:
 def _(config: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
     g = _api.gradient(f, *args, **kwargs)
     n = len(args)
-    bound = _api.bind_keywords(f, kwargs)
+    bound = _api.bind_keywords(as_called(f), kwargs)  # as called: run again in the pullback
 
     def gradient_pullback(ḡ: Any) -> tuple:
         ḡs = tuple(_as_tangent(c) for c in entries(ḡ, n, "a gradient tuple"))
@@ -239,7 +239,7 @@ frule.register(_api.withgradient, config=ADConfig)(_withgradient_frule)
 def _(config: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
     out = _api.withgradient(f, *args, **kwargs)
     n = len(args)
-    bound = _api.bind_keywords(f, kwargs)
+    bound = _api.bind_keywords(as_called(f), kwargs)  # as called: run again in the pullback
 
     def withgradient_pullback(ct: Any) -> tuple:
         v̄, ḡ = entries(ct, 2, "withgradient's (val, grad)")
@@ -261,7 +261,7 @@ def _(config: Any, f: Any, args: tuple, tangents: tuple, **kwargs: Any) -> Any:
     out = _forward_api.jvp(f, args, tangents, **kwargs)
     n = len(args)
     ts = tuple(_as_tangent(t) for t in tangents)
-    bound = _api.bind_keywords(f, kwargs)
+    bound = _api.bind_keywords(as_called(f), kwargs)  # as called: run again in the pullback
 
     def jvp_pullback(ct: Any) -> tuple:
         raw = reverse_over_forward(fcall_pair, ct, bound, (_Z, *ts), *args)
