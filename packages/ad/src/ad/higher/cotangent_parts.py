@@ -30,11 +30,13 @@ def as_called(f: Any) -> Any:
     change the function the pullback differentiates. Its cotangent has the same
     fields (the captured variables' names). Anything else is returned as it is.
 
-    >>> k = 1.0
-    >>> g = as_called(lambda z: z * k)
-    >>> k = 3.0
-    >>> g(2.0)
-    2.0
+    >>> def made_in_a_loop():
+    ...     fs = []
+    ...     for k in (1.0, 3.0):
+    ...         fs.append(as_called(lambda z: z * k))
+    ...     return [f(2.0) for f in fs]
+    >>> made_in_a_loop()  # the lambdas themselves would both give 6.0
+    [2.0, 6.0]
     """
     if type(f) is not types.FunctionType or not f.__closure__:
         return f
