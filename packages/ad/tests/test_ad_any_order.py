@@ -324,6 +324,9 @@ def test_grad_gives_zero_where_no_derivative_flows_so_it_nests_to_any_order():
     z = ad.grad(lambda x: 1.0)(np.ones(2, dtype=np.float32))
     assert z.dtype == np.float32 and not z.any()
     assert ad.grad(lambda x: 1.0)(1j) == 0j
+    for t in (np.float64, np.float32):
+        zero = ad.grad(lambda x: 1.0)(t(1.5))
+        assert type(zero) is t and zero == 0
     # gradient stays Zygote's: None; an integer used as a count stays None in grad too
     assert ad.gradient(lambda x: 1.0, 2.0) == (None,)
     assert ad.value_and_grad(lambda x, n: 2.0 * n, argnums=(0, 1))(1.5, 3) == (6.0, (0.0, 2.0))

@@ -144,6 +144,15 @@ def test_clip_keyword_bounds(kwargs):
     test_frule(np.clip, X, fkwargs=kwargs)
 
 
+@pytest.mark.parametrize(
+    "args, kwargs", [((-0.5,), {}), ((), {"min": -0.5}), ((), {"max": 0.35})], ids=repr
+)
+def test_clip_method_with_one_bound(args, kwargs):
+    # x.clip(lo) takes one bound alone, as np.clip(x, lo) may not
+    test_rrule(np.ndarray.clip, X, *args, fkwargs=kwargs)
+    test_frule(np.ndarray.clip, X, *args, fkwargs=kwargs)
+
+
 COND = np.array([[True, False, True], [False, False, True]])
 WHERE_CASES = {
     "matrices": (COND, X, -X),

@@ -230,6 +230,13 @@ def _clip_bounds(args: tuple, kwargs: dict) -> tuple[Any, Any]:
     return lo, hi
 
 
+def _clipped(x: Any, lo: Any, hi: Any, kwargs: dict) -> Any:
+    """``np.clip(x, lo, hi)`` with the bounds found by ``_clip_bounds``: the method
+    ``x.clip(lo)`` takes one bound alone, which ``np.clip`` may not positionally."""
+    rest = {k: v for k, v in kwargs.items() if k not in ("a_min", "a_max", "min", "max")}
+    return np.clip(x, lo, hi, **rest)
+
+
 def _clip_masks(x: Any, lo: Any, hi: Any) -> tuple[Any, Any, Any]:
     """Where the output is ``x``, ``lo`` and ``hi``: numpy computes min(max(x, lo), hi)."""
     x = asarray(x)
@@ -244,7 +251,7 @@ def _clip_masks(x: Any, lo: Any, hi: Any) -> tuple[Any, Any, Any]:
 @rrule.register(np.clip)
 def _(x, *args, **kwargs):
     lo, hi = _clip_bounds(args, kwargs)
-    Ω = np.clip(x, *args, **kwargs)
+    Ω = _clipped(x, lo, hi, kwargs)
 
     def clip_pullback(ȳ):
         ȳ = unthunk(ȳ)
@@ -266,7 +273,7 @@ def _(ḟ, *args, **kwargs):
     n = len(args) // 2
     tangents, (x, *bounds) = args[:n], args[n:]
     lo, hi = _clip_bounds(tuple(bounds), kwargs)
-    Ω = np.clip(x, *bounds, **kwargs)
+    Ω = _clipped(x, lo, hi, kwargs)
     masks = _clip_masks(x, lo, hi)
     dΩ: Any = ZeroTangent()
     for t, mask in zip(tangents, masks):

@@ -117,7 +117,9 @@ def _zero_where_none(g: Any, x: Any) -> Any:
     if type(x) is float or type(x) is complex:
         return type(x)(0)
     np = sys.modules.get("numpy")
-    if np is not None and isinstance(x, (np.ndarray, np.inexact)) and x.dtype.kind in "fc":
+    if np is not None and isinstance(x, np.inexact):
+        return type(x)(0)  # a numpy scalar's zero, of its type
+    if np is not None and isinstance(x, np.ndarray) and x.dtype.kind in "fc":
         return np.zeros_like(x)
     return None
 
