@@ -13,8 +13,9 @@ from __future__ import annotations
 import types
 from typing import Any
 
+from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import entries
-from rulescore import AbstractZero, Tangent, ZeroTangent, unthunk
+from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, frule, rrule, unthunk
 
 __all__ = ["as_called", "kw_entry"]
 
@@ -51,6 +52,21 @@ def as_called(f: Any) -> Any:
     g.__qualname__ = f.__qualname__
     g.__dict__.update(f.__dict__)
     return g
+
+
+# Inside differentiated code (a nested rule's body, at higher order) the copy is the
+# identity: its tangent and cotangent are the function's, field by field.
+@rrule.register(as_called, config=ADConfig)
+def _(config: Any, f: Any) -> Any:
+    def as_called_pullback(ȳ: Any) -> tuple:
+        return (NoTangent(), ȳ)
+
+    return as_called(f), as_called_pullback
+
+
+@frule.register(as_called, config=ADConfig)
+def _(config: Any, ṡ: Any, ḟ: Any, f: Any) -> Any:
+    return as_called(f), ḟ
 
 
 def _is_zero(x: Any) -> bool:
