@@ -388,3 +388,14 @@ def test_float_and_complex_of_an_object_run_its_methods():
 def test_float_of_an_object_without_the_method_is_pythons_error():
     with pytest.raises(TypeError, match="float"):
         ad.gradient(lambda a: float(Base(a)), 1.5)
+
+
+def test_float_of_an_object_at_second_order():
+    def cube(x):
+        return float(Measured(x, 2.0)) ** 3  # (2x)³ = 8x³: f'' = 48x
+
+    x = 1.5
+    assert ad.hessian(cube, x) == pytest.approx(48 * x, rel=1e-12)
+    assert ad.hessian_reverse(cube, x) == pytest.approx(48 * x, rel=1e-12)
+    assert ad.grad(ad.grad(cube))(x) == pytest.approx(48 * x, rel=1e-12)
+    assert ad.jvp(ad.grad(cube), (x,), (1.0,))[1] == pytest.approx(48 * x, rel=1e-12)

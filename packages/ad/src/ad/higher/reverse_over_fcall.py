@@ -176,6 +176,10 @@ def _fcall_rrule_body(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, 
             return _through_frule(rule, f, ts, args)
     if tf is _MethodType:  # the method's tangent is its receiver's
         return _through_method(f.__func__, f.__self__, ts, args)
+    if f in _dunders.CONVERSIONS:  # float(obj): its __float__
+        out = _dunders.dispatch(f, args, _dunder_call(ts, args))
+        if out is not None:
+            return out
     if isinstance(f, type) and (dataclasses.is_dataclass(f) or hasattr(f, "_fields")):
         return _through_linear(f, ts, args)  # a record's constructor packs its fields
     if _wrappers.is_vectorized(f):
