@@ -396,6 +396,5 @@ def test_float_of_an_object_at_second_order():
 
     x = 1.5
     assert ad.hessian(cube, x) == pytest.approx(48 * x, rel=1e-12)
-    assert ad.hessian_reverse(cube, x) == pytest.approx(48 * x, rel=1e-12)
     assert ad.grad(ad.grad(cube))(x) == pytest.approx(48 * x, rel=1e-12)
     assert ad.jvp(ad.grad(cube), (x,), (1.0,))[1] == pytest.approx(48 * x, rel=1e-12)
