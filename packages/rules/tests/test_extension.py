@@ -61,6 +61,9 @@ PRIVATE = {
     "sequence_getitem_frule": ("_sequences", "sequence_getitem_frule"),
     "dict_getitem_rrule": ("_sequences", "dict_getitem_rrule"),
     "dict_getitem_frule": ("_sequences", "dict_getitem_frule"),
+    "item_tangents": ("_sequences", "item_tangents"),
+    "items_cotangent": ("_sequences", "items_cotangent"),
+    "yields_no_tangents": ("_sequences", "yields_no_tangents"),
 }
 
 

@@ -11,7 +11,7 @@ import pytest
 from rules_testing import RulesOnly
 
 import rules  # noqa: F401  (registers the rules)
-from rulescore import Tangent, ZeroTangent, frule, rrule
+from rulescore import NoTangent, Tangent, ZeroTangent, frule, rrule
 from rulestest import test_frule, test_rrule
 
 CONFIG = RulesOnly()
@@ -151,3 +151,43 @@ def test_reduce_returns_a_pullback_that_must_run():
     assert y == 6.0 and type(pb) is MustRun
     assert pb(1.0)[2] == Tangent[list](6.0, 3.0, 2.0)  # d(x0 x1 x2)/dxi
     assert [x for x, _ in config.ran] == [3.0, 2.0]
+
+
+# --- a dict argument: iterating it yields its keys, which carry no derivative --------
+
+DICT = {2.0: 0.7, 0.5: -1.3, 1.5: 0.4}  # float keys: a key given a value's tangent shows
+DICT_TANGENT = Tangent[dict]({2.0: 0.1, 0.5: 0.2})  # fewer keys than the dict
+
+
+FORWARD = [(sorted, DICT), (sorted, DICT.keys()), (max, DICT), (min, DICT), (sum, DICT)]
+
+
+@pytest.mark.parametrize("call", FORWARD, ids=lambda c: f"{c[0].__name__}-{type(c[1]).__name__}")
+def test_iterating_a_dict_gives_its_keys_no_tangent(call):
+    """Not the dict's value tangents, entry by entry (a float key got one)."""
+    f, xs = call
+    y, ẏ = frule((None, DICT_TANGENT), f, xs)
+    assert y == f(xs)
+    assert all(isinstance(t, NoTangent) for t in (ẏ if isinstance(ẏ, list) else [ẏ]))
+    y, ẏ = frule((None, None, DICT_TANGENT), filter, None, DICT)
+    assert ẏ == [NoTangent()] * 3
+
+
+REVERSE = [
+    (sorted, DICT),
+    (sorted, DICT.keys()),
+    (max, DICT),
+    (sum, DICT),
+    (filter, None, DICT),
+    (map, abs, DICT),
+    (functools.reduce, operator.add, DICT),
+]
+
+
+@pytest.mark.parametrize("call", REVERSE, ids=lambda c: f"{c[0].__name__}-{type(c[-1]).__name__}")
+def test_iterating_a_dict_gives_it_no_cotangent(call):
+    """Not a list of its keys' cotangents (which a ``Tangent[dict]`` cannot take)."""
+    f, *args = call
+    y, pb = rrule(CONFIG, f, *args) if f in (map, functools.reduce) else rrule(f, *args)
+    ȳ = [1.0] * len(y) if isinstance(y, list) else 1.0
+    assert isinstance(pb(ȳ)[-1], NoTangent)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import builtins
 import numbers
 import operator
+from collections.abc import KeysView, Mapping
 from typing import Any
 
 import numpy as np
@@ -40,14 +41,14 @@ from rulescore import (
 )
 
 from ._arithmetic import BINARY, UNARY, Num, binary_rules, register_binary, register_unary
-from ._sequences import seq_cotangent, seq_entries
+from ._sequences import item_tangents, items_cotangent, seq_entries, yields_no_tangents
 from ._util import unbroadcast
 
 __all__: list[str] = []
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
-_Iterable = tuple | list | np.ndarray
+_Iterable = tuple | list | np.ndarray | Mapping | KeysView  # a dict yields its keys
 
 register_unary(builtins.abs, (Num,), UNARY["abs"], "abs")
 register_binary(builtins.pow, (Num, Num), *BINARY["pow"], "pow")
@@ -68,9 +69,9 @@ def _(xs: _Iterable, *start: Any, **kwargs: Any):
 
     def sum_pullback(ȳ):
         ȳ = unthunk(ȳ)
-        if _is_zero(ȳ):
-            return (_NO, _ZERO, *(_ZERO for _ in start))
-        x̄s = seq_cotangent(xs, [unbroadcast(x, ȳ) for x in items])
+        if _is_zero(ȳ) or yields_no_tangents(xs):
+            return (_NO, items_cotangent(xs, []), *(_ZERO for _ in start))
+        x̄s = items_cotangent(xs, [unbroadcast(x, ȳ) for x in items])
         return (_NO, x̄s, *(unbroadcast(s, ȳ) for s in start))
 
     return Ω, sum_pullback
@@ -84,7 +85,7 @@ def _(ḟ, *args: Any, **kwargs: Any):
         return None
     Ω = builtins.sum(xs, *args[n + 1 :], **kwargs)
     t: Any = _ZERO
-    for ẋ in (*seq_entries(ẋs, len(xs)), *args[1:n]):
+    for ẋ in (*item_tangents(xs, ẋs, len(xs)), *args[1:n]):
         t = t + unthunk(ẋ)
     if not _is_zero(t) and np.shape(t) != np.shape(Ω):
         t = np.array(np.broadcast_to(t, np.shape(Ω)))
@@ -131,7 +132,7 @@ def _extremum_rules(f: Any) -> None:
             if len(args) == 1:
                 entries = [_ZERO] * len(items)
                 entries[index] = x̄
-                return _NO, seq_cotangent(args[0], entries)
+                return _NO, items_cotangent(args[0], entries)
             return (_NO, *(x̄ if k == index else _ZERO for k in range(len(args))))
 
         extremum_pullback.__name__ = extremum_pullback.__qualname__ = f"{name}_pullback"
@@ -143,7 +144,7 @@ def _extremum_rules(f: Any) -> None:
         Ω, items, index = _chosen(f, args, kwargs)
         if index is None:
             return Ω, _ZERO
-        ẋ = seq_entries(ẋs[0], len(items))[index] if n == 1 else ẋs[index]
+        ẋ = item_tangents(args[0], ẋs[0], len(items))[index] if n == 1 else ẋs[index]
         return Ω, ProjectTo(Ω)(unthunk(ẋ))
 
     rrule.register_signature(f, extremum_rrule, (_Iterable,))
@@ -266,14 +267,6 @@ def _transpose_items(ȳ: Any, n_inputs: int, its: tuple, offset: int) -> list:
     return per_input
 
 
-def _iter_cotangent(it: Any, entries: list) -> Any:
-    if isinstance(it, range):
-        return _NO
-    if all(_is_zero(e) for e in entries):
-        return _ZERO
-    return seq_cotangent(it, entries)
-
-
 _Iter = tuple | list | np.ndarray | range
 
 
@@ -288,14 +281,14 @@ def _(it: _Iter):
         if _is_zero(ȳ):
             return (_NO, _NO if isinstance(it, range) else _ZERO)
         entries = [unthunk(e) for e in ȳ] + [_ZERO] * (len(it) - len(ȳ))  # stopped early
-        return (_NO, _iter_cotangent(it, entries))
+        return (_NO, items_cotangent(it, entries))
 
     return Ω, iter_pullback
 
 
 @frule.register(builtins.iter)
 def _(ḟ, ẋ, it: _Iter):
-    return iter(it), [_NO] * len(it) if isinstance(it, range) else seq_entries(ẋ, len(it))
+    return iter(it), item_tangents(it, ẋ, len(it))
 
 
 @rrule.register(builtins.zip)
@@ -304,7 +297,7 @@ def _(*its: _Iter, **kwargs: Any):
 
     def zip_pullback(ȳ):
         per_input = _transpose_items(ȳ, len(its), its, 0)
-        return (_NO, *(_iter_cotangent(it, e) for it, e in zip(its, per_input)))
+        return (_NO, *(items_cotangent(it, e) for it, e in zip(its, per_input)))
 
     return Ω, zip_pullback
 
@@ -317,10 +310,7 @@ def _(ḟ, *args: Any, **kwargs: Any):
         return None
     Ω = zip(*its, **kwargs)
     m = min((len(it) for it in its), default=0)
-    cols = [
-        [_NO] * len(it) if isinstance(it, range) else seq_entries(ẋ, len(it))
-        for ẋ, it in zip(args[:n], its)
-    ]
+    cols = [item_tangents(it, ẋ, len(it)) for ẋ, it in zip(args[:n], its)]
     return Ω, [Tangent[tuple](*(c[k] for c in cols)) for k in range(m)]
 
 
@@ -330,7 +320,7 @@ def _(it: _Iter, *start: numbers.Integral):
 
     def enumerate_pullback(ȳ):
         (entries,) = _transpose_items(ȳ, 1, (it,), 1)
-        return (_NO, _iter_cotangent(it, entries), *(_NO for _ in start))
+        return (_NO, items_cotangent(it, entries), *(_NO for _ in start))
 
     return Ω, enumerate_pullback
 
@@ -342,7 +332,7 @@ def _(ḟ, *args: Any):
     if not isinstance(it, _Iter):
         return None
     Ω = enumerate(*args[n:])
-    entries = [_NO] * len(it) if isinstance(it, range) else seq_entries(args[0], len(it))
+    entries = item_tangents(it, args[0], len(it))
     return Ω, [Tangent[tuple](_NO, e) for e in entries]
 
 

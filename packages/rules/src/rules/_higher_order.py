@@ -50,20 +50,12 @@ from rulescore import (
 )
 
 from ._arithmetic import DuckArray
-from ._sequences import seq_cotangent, seq_entries
+from ._sequences import item_tangents, items_cotangent, seq_entries
 
 __all__: list[str] = []
 
 _NO = NoTangent()
 _ZERO = ZeroTangent()
-
-
-def _input_cotangent(x: Any, entries: list) -> Any:
-    if isinstance(x, range) or all(isinstance(e, AbstractZero) for e in entries):
-        return _NO if isinstance(x, range) else _ZERO
-    if isinstance(x, (list, tuple)) or hasattr(x, "shape"):
-        return seq_cotangent(x, entries)
-    return list(entries)
 
 
 def _add(a: Any, b: Any) -> Any:
@@ -109,7 +101,7 @@ def _(config: Any, f: Any, *xs: Any) -> Any:
             df = _add(df, out[0])
             for j in range(len(xs)):
                 per[j][i] = out[1 + j]
-        return (_NO, df, *(_input_cotangent(x, p) for x, p in zip(xs, per)))
+        return (_NO, df, *(items_cotangent(x, p) for x, p in zip(xs, per)))
 
     return _returning(ys, map_pullback, pbs)
 
@@ -138,9 +130,9 @@ def _(config: Any, f: Any, xs: Any, *init: Any) -> Any:
             d_acc = out[1]
             entries[k + offset] = out[2]
         if init:
-            return (_NO, df, _input_cotangent(xs, entries), d_acc)
+            return (_NO, df, items_cotangent(xs, entries), d_acc)
         entries[0] = d_acc
-        return (_NO, df, _input_cotangent(xs, entries))
+        return (_NO, df, items_cotangent(xs, entries))
 
     return _returning(acc, reduce_pullback, pbs)
 
@@ -188,7 +180,7 @@ def _(xs: Any, *, key: Any = None, reverse: bool = False) -> Any:
         entries: list[Any] = [_ZERO] * len(items)
         for k, i in enumerate(order):
             entries[i] = cts[k]
-        return (_NO, _input_cotangent(xs, entries))
+        return (_NO, items_cotangent(xs, entries))
 
     return y, sorted_pullback
 
@@ -204,7 +196,7 @@ def _(pred: Any, xs: Any) -> Any:
         entries: list[Any] = [_ZERO] * len(items)
         for k, i in enumerate(kept):
             entries[i] = cts[k]
-        return (_NO, _NO, _input_cotangent(xs, entries))
+        return (_NO, _NO, items_cotangent(xs, entries))
 
     return y, filter_pullback
 
@@ -212,19 +204,12 @@ def _(pred: Any, xs: Any) -> Any:
 # --- forward mode ---------------------------------------------------------------------
 
 
-def _tangent_entries(ẋ: Any, n: int) -> list:
-    ẋ = unthunk(ẋ)
-    if isinstance(ẋ, AbstractZero):
-        return [_ZERO] * n
-    return seq_entries(ẋ, n)
-
-
 @frule.register(map, config=HasForwardsMode)
 def _(config: Any, ḟ: Any, *rest: Any) -> Any:
     k = len(rest) // 2
     ẋs, (f, *xs) = rest[1:k], rest[k:]
     columns = [list(x) for x in xs]
-    tangents = [_tangent_entries(ẋ, len(c)) for ẋ, c in zip(ẋs, columns)]
+    tangents = [item_tangents(x, ẋ, len(c)) for x, ẋ, c in zip(xs, ẋs, columns)]
     n = min((len(c) for c in columns), default=0)
     ys, ẏs = [], []
     for i in range(n):
@@ -242,7 +227,7 @@ def _(config: Any, ḟ: Any, *rest: Any) -> Any:
     ḟn, ẋs, ẇ = rest[0], rest[1], rest[2:k]
     f, xs, *init = rest[k:]
     items = list(xs)
-    tangents = _tangent_entries(ẋs, len(items))
+    tangents = item_tangents(xs, ẋs, len(items))
     if init:
         acc, ȧcc, start = init[0], (ẇ[0] if ẇ else _ZERO), 0
     else:
@@ -272,7 +257,7 @@ def _(config: Any, ḟ: Any, *rest: Any, **kwargs: Any) -> Any:
 @frule.register(sorted)
 def _(ḟ: Any, ẋs: Any, xs: Any, *, key: Any = None, reverse: bool = False) -> Any:
     items = list(xs)
-    tangents = _tangent_entries(ẋs, len(items))
+    tangents = item_tangents(xs, ẋs, len(items))
     order = sorted(
         range(len(items)),
         key=(lambda i: key(items[i])) if key is not None else items.__getitem__,
@@ -284,6 +269,6 @@ def _(ḟ: Any, ẋs: Any, xs: Any, *, key: Any = None, reverse: bool = False) -
 @frule.register(filter)
 def _(ḟ: Any, ṗ: Any, ẋs: Any, pred: Any, xs: Any) -> Any:
     items = list(xs)
-    tangents = _tangent_entries(ẋs, len(items))
+    tangents = item_tangents(xs, ẋs, len(items))
     kept = [i for i, x in enumerate(items) if (pred(x) if pred is not None else x)]
     return [items[i] for i in kept], [tangents[i] for i in kept]

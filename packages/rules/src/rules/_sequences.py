@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numbers
 import operator
+from collections.abc import KeysView, Mapping
 from typing import Any
 
 import numpy as np
@@ -34,10 +35,13 @@ __all__ = [
     "dict_getitem_frule",
     "dict_getitem_rrule",
     "entry_cotangent",
+    "item_tangents",
+    "items_cotangent",
     "seq_cotangent",
     "seq_entries",
     "sequence_getitem_frule",
     "sequence_getitem_rrule",
+    "yields_no_tangents",
 ]
 
 _NO = NoTangent()
@@ -91,6 +95,54 @@ def seq_cotangent(x: Any, entries: list) -> Any:
     else:
         t = Tangent[type(x)](*entries)
     return ProjectTo(x)(t)
+
+
+def yields_no_tangents(xs: Any) -> bool:
+    """Whether the items that iterating ``xs`` yields carry no derivative of ``xs``.
+
+    A ``range``'s integers, a string's characters, and the keys that a mapping (a
+    dict, ``d.keys()``) yields: a dict's tangent holds its *values'* tangents, by
+    key, which iterating the dict never yields.
+
+    >>> yields_no_tangents({"a": 1.0}), yields_no_tangents({"a": 1.0}.keys())
+    (True, True)
+    >>> yields_no_tangents([1.0]), yields_no_tangents({"a": 1.0}.values())
+    (False, False)
+    """
+    return isinstance(xs, (range, str, bytes, Mapping, KeysView))
+
+
+def item_tangents(xs: Any, ẋ: Any, n: int) -> list:
+    """The tangents of the ``n`` items that iterating ``xs`` yields, from ``xs``'s
+    tangent ``ẋ``: ``seq_entries`` for a sequence; ``NoTangent()`` each for what
+    ``yields_no_tangents`` (whatever ``ẋ`` holds: a dict's tangent is by key).
+
+    >>> item_tangents({"a": 1.0, "b": 2.0}, Tangent[dict](b=0.5), 2)
+    [NoTangent(), NoTangent()]
+    >>> item_tangents([1.0, 2.0], ZeroTangent(), 2)
+    [ZeroTangent(), ZeroTangent()]
+    """
+    if yields_no_tangents(xs):
+        return [_NO] * n
+    return seq_entries(ẋ, n)
+
+
+def items_cotangent(xs: Any, entries: list) -> Any:
+    """The cotangent of ``xs`` from those of the items that iterating it yielded
+    (``entries``, in iteration order): ``NoTangent()`` for what
+    ``yields_no_tangents``, a zero when all are zeros, ``seq_cotangent`` for a
+    sequence or array, and the list of the entries for any other iterable.
+
+    >>> items_cotangent({1.5: "a"}, [2.0]), items_cotangent((1.0, 2.0), [3.0, ZeroTangent()])
+    (NoTangent(), Tangent[tuple](3.0, ZeroTangent()))
+    """
+    if yields_no_tangents(xs):
+        return _NO
+    if all(isinstance(unthunk(e), AbstractZero) for e in entries):
+        return _ZERO
+    if isinstance(xs, (list, tuple)) or hasattr(xs, "shape"):
+        return seq_cotangent(xs, entries)
+    return list(entries)
 
 
 def _index_entries(n: int, i: Any, ȳ: Any) -> list:

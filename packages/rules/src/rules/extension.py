@@ -32,6 +32,8 @@ Elementwise numpy functions:
 Tuples, lists and dicts:
 
 * :func:`seq_entries`, :func:`seq_cotangent`, :func:`entry_cotangent`;
+* what iterating a container yields: :func:`item_tangents`, :func:`items_cotangent`
+  (a dict yields its keys, which carry no derivative: :func:`yields_no_tangents`);
 * the rules for ``operator.getitem`` on them: :func:`sequence_getitem_rrule`,
   :func:`sequence_getitem_frule`, :func:`dict_getitem_rrule`,
   :func:`dict_getitem_frule`.
@@ -70,6 +72,8 @@ array([6.])
 array([1., 2.], dtype=float32)
 >>> ext.seq_entries(Tangent[tuple](1.0, 2.0), 2), ext.seq_cotangent((1.0, 2.0), [3.0, 4.0])
 ([1.0, 2.0], Tangent[tuple](3.0, 4.0))
+>>> ext.item_tangents({"a": 1.0}, Tangent[dict](a=2.0), 1), ext.items_cotangent({"a": 1.0}, [3.0])
+([NoTangent()], NoTangent())
 >>> unthunk(ext.entry_cotangent(2, 0, 5.0))
 Tangent[list](5.0, ZeroTangent())
 >>> ext.sequence_getitem_rrule((1.0, 2.0), 0)[1](3.0)
@@ -106,10 +110,13 @@ from ._sequences import (
     dict_getitem_frule,
     dict_getitem_rrule,
     entry_cotangent,
+    item_tangents,
+    items_cotangent,
     seq_cotangent,
     seq_entries,
     sequence_getitem_frule,
     sequence_getitem_rrule,
+    yields_no_tangents,
 )
 from ._util import is_zero, unbroadcast
 
@@ -125,6 +132,8 @@ __all__ = [
     "getrefcount",
     "is_standard_rule",
     "is_zero",
+    "item_tangents",
+    "items_cotangent",
     "matmul_fast_case",
     "matmul_fast_cotangents",
     "product",
@@ -136,6 +145,7 @@ __all__ = [
     "times_reusing",
     "unbroadcast",
     "whole_array_pullback",
+    "yields_no_tangents",
 ]
 
 REFCOUNTS_CALIBRATED: bool = _util.REFCOUNTS_CALIBRATED

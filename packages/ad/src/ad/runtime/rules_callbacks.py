@@ -32,6 +32,7 @@ import dis
 import functools
 import sys
 import types
+from collections.abc import KeysView, Mapping
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,7 @@ from ad.runtime import state as _state
 from ad.runtime.accumulate import acc
 from ad.runtime.attribute_routes import _NOT_FOUND, _class_attr, _descriptor_plan, _python_slot
 from ad.runtime.config import ADConfig
-from rules.extension import seq_cotangent, seq_entries
+from rules.extension import item_tangents, items_cotangent, seq_entries
 from rulescore import (
     AbstractZero,
     NoTangent,
@@ -57,7 +58,7 @@ __all__ = ["may_write"]
 
 _NO = NoTangent()
 _Z = ZeroTangent()
-_Iterable = tuple | list | np.ndarray
+_Iterable = tuple | list | np.ndarray | Mapping | KeysView  # a dict yields its keys
 
 #: Opcodes that write something another function can see, or call a method (which may
 #: write its object). A write of the function's own locals is none of these.
@@ -291,12 +292,6 @@ def _add(a: Any, b: Any) -> Any:
     return acc(a, b)
 
 
-def _as_input(xs: Any, entries: list) -> Any:
-    if all(isinstance(unthunk(e), AbstractZero) for e in entries):
-        return _NO if isinstance(xs, range) else _Z
-    return seq_cotangent(xs, entries) if isinstance(xs, _Iterable) else list(entries)
-
-
 # --- sorted ---------------------------------------------------------------------------
 
 
@@ -312,7 +307,7 @@ def _sorted_rule(config: Any, xs: Any, **kwargs: Any) -> Any:
         cts = seq_entries(ȳ, len(y))
         for k, i in enumerate(order):
             entries[i] = _add(entries[i], cts[k])
-        out = (_NO, _as_input(xs, entries))
+        out = (_NO, items_cotangent(xs, entries))
         if not kwargs:
             return out
         kw = {k: _NO for k in kwargs}
@@ -336,11 +331,6 @@ def _key_tangents(config: Any, key: Any, k̇: Any, items: list, ṫs: list) -> l
     return [frule_via_ad(config, (k̇, ṫ), key, v)[0] for v, ṫ in zip(items, ṫs)]
 
 
-def _tangents(ẋ: Any, n: int) -> list:
-    ẋ = unthunk(ẋ)
-    return [_Z] * n if isinstance(ẋ, AbstractZero) else seq_entries(ẋ, n)
-
-
 def _split_keywords(ḟ: Any, rest: tuple) -> tuple[dict, Any, tuple]:
     """(the keywords' tangents, ḟ, the rest) of a ``keyword_tangents`` frule's arguments."""
     if type(ḟ) is dict:
@@ -351,7 +341,7 @@ def _split_keywords(ḟ: Any, rest: tuple) -> tuple[dict, Any, tuple]:
 def _sorted_frule(config: Any, ḟ: Any, *rest: Any, key: Any = None, reverse: bool = False) -> Any:
     kw_ts, ḟ, (ẋs, xs) = _split_keywords(ḟ, rest)
     items = list(xs)
-    ṫs = _tangents(ẋs, len(items))
+    ṫs = item_tangents(xs, ẋs, len(items))
     keys = _key_tangents(config, key, kw_ts.get("key", _Z), items, ṫs)
     order = _order(keys, reverse)
     return [items[i] for i in order], [ṫs[i] for i in order]
@@ -407,7 +397,7 @@ def _extremum_rules(f: Any) -> None:
                 entries[index] = _add(entries[index], ȳ)
             if "key" in kw:
                 kw["key"] = dkey
-            out = (_NO, _as_input(args[0], entries)) if len(args) == 1 else (_NO, *entries)
+            out = (_NO, items_cotangent(args[0], entries)) if len(args) == 1 else (_NO, *entries)
             return (*out, kw) if kwargs else out
 
         extremum_pullback.__name__ = extremum_pullback.__qualname__ = f"{name}_pullback"
@@ -418,7 +408,7 @@ def _extremum_rules(f: Any) -> None:
         n = len(rest) // 2
         ẋs, args = rest[:n], rest[n:]
         items = list(args[0]) if n == 1 else list(args)
-        ṫs = _tangents(ẋs[0], len(items)) if n == 1 else list(ẋs)
+        ṫs = item_tangents(args[0], ẋs[0], len(items)) if n == 1 else list(ẋs)
         keys = _key_tangents(config, kwargs.get("key"), kw_ts.get("key", _Z), items, ṫs)
         index = _extremum(f, items, keys, kwargs)
         if index is None:
@@ -472,7 +462,7 @@ def _filter_rule(config: Any, pred: Any, xs: Any) -> Any:
         cts = seq_entries(ȳ, len(y))
         for k, i in enumerate(kept):
             entries[i] = _add(entries[i], cts[k])
-        return (_NO, _NO if pred is None else dpred, _as_input(xs, entries))
+        return (_NO, _NO if pred is None else dpred, items_cotangent(xs, entries))
 
     return _returning(y, filter_pullback, pbs)
 
@@ -482,7 +472,7 @@ rrule.register(filter, config=ADConfig)(_filter_rule)
 
 def _filter_frule(config: Any, ḟ: Any, ṗ: Any, ẋs: Any, pred: Any, xs: Any) -> Any:
     items = list(xs)
-    ṫs = _tangents(ẋs, len(items))
+    ṫs = item_tangents(xs, ẋs, len(items))
     keys = _key_tangents(config, pred, ṗ, items, ṫs)
     kept = [i for i, k in enumerate(keys) if k]
     return [items[i] for i in kept], [ṫs[i] for i in kept]
