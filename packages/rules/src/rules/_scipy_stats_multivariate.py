@@ -17,9 +17,20 @@ Conventions:
   the diagonal, once on it and 0 above (``triangle_cotangent``). A scalar or
   vector ``cov`` (``c·I``, ``diag(c)``) gets a cotangent of its own shape; so
   does a ``mean`` scipy broadcasts.
-* A singular covariance (``allow_singular=True``) or a ``scipy.stats.Covariance``
-  object as ``cov`` has no derivative here: ``not_implemented`` (a Covariance
-  object still lets ``x`` and ``mean`` be differentiated).
+* A singular covariance (``allow_singular=True``): scipy's value is the density
+  on the support, the subspace ``Q`` that the eigenvectors of the eigenvalues above
+  scipy's cut-off span (``_PSD``): ``Σ⁻¹`` is the pseudo-inverse ``Σ⁺`` and
+  ``log det`` the pseudo-determinant, and off the support (``x - mean`` outside
+  ``Q`` beyond scipy's tolerance) logpdf is ``-inf`` and pdf 0. The derivatives
+  are those of the density on the support, the formulas above with ``Σ⁺``: ``u =
+  Σ⁺ r`` lies in ``Q``, so moving ``x`` or ``mean`` out of ``Q`` has no first-order
+  effect (scipy's value ignores such a move up to its tolerance, then jumps), and
+  ``(u uᵀ - Σ⁺)/2`` is supported on ``Q × Q``: the derivative along perturbations
+  of ``Σ`` that keep its support (a perturbation that grows or turns ``Q``
+  changes the rank or moves the point off the support, where no derivative
+  exists). A point off the support gets zero (the value is constant there).
+* A ``scipy.stats.Covariance`` object as ``cov`` has no derivative here:
+  ``not_implemented`` (``x`` and ``mean`` are still differentiated).
 * ``dirichlet``'s ``x`` lies on the simplex. Given in full (K rows) its
   cotangent is the unconstrained partial ``(alpha - 1) / x`` (any multiple of
   the ones vector may be added: only its component along the simplex is
@@ -57,8 +68,8 @@ __all__: list[str] = []
 class _MVN(NamedTuple):
     points: np.ndarray  # x as scipy reads it: (..., dim)
     dim: int
-    u: np.ndarray | None  # Σ⁻¹ (x - mean) per point; None: singular Σ
-    inv: np.ndarray | None  # Σ⁻¹
+    u: np.ndarray  # Σ⁻¹ (x - mean) per point (Σ⁺ for a singular Σ)
+    inv: np.ndarray  # Σ⁻¹, or the pseudo-inverse Σ⁺ (scipy's rank cut-off)
 
 
 def _mvn_setup(x: Any, mean: Any, cov: Any) -> _MVN:
@@ -90,18 +101,25 @@ def _mvn_setup(x: Any, mean: Any, cov: Any) -> _MVN:
     # scipy's _PSD: eigh(cov, lower=True) reads the lower triangle only.
     w, V = np.linalg.eigh(triangle_hermitian(S, True, _F64))
     eps = 1e6 * finfo(_F64).eps * np.max(np.abs(w))  # scipy's rank cut-off
-    if np.min(w) <= eps:
-        return _MVN(pts, dim, None, None)
+    if np.min(w) <= eps:  # singular (allow_singular=True): the support's eigenpairs
+        keep = w > eps
+        V, w = V[:, keep], w[keep]
     u = ((pts - m) @ V / w) @ V.T
     return _MVN(pts, dim, u, (V / w) @ V.T)
 
 
-def _mvn_not_implemented(label: str, cov: Any) -> Any:
-    if isinstance(cov, scipy.stats.Covariance):
-        why = "cov is a scipy.stats.Covariance object; pass the covariance matrix as an array"
-    else:
-        why = "the covariance matrix is singular (allow_singular=True)"
+def _mvn_not_implemented(label: str) -> Any:
+    why = "cov is a scipy.stats.Covariance object; pass the covariance matrix as an array"
     return not_implemented(f"{label}: no derivative here: {why}")
+
+
+def _off_support(kind: str, y: Any, Y: np.ndarray) -> np.ndarray:
+    """``Y`` (per point) with the points off a singular covariance's support zeroed:
+    logpdf is ``-inf`` there, constant. (pdf is 0 there, and its weights ``ȳ·y`` 0.)"""
+    if kind == "pdf":
+        return Y
+    off = np.isneginf(np.reshape(_f64(y), Y.shape))
+    return np.where(off, 0.0, Y) if off.any() else Y
 
 
 def _mvn_rules(kind: str) -> tuple[Callable, Callable]:
@@ -142,9 +160,9 @@ def _mvn_rules(kind: str) -> tuple[Callable, Callable]:
             return y, ZeroTangent()
         v = _bind(names, defaults, args, kwargs)
         g = _mvn_setup(v["x"], v["mean"], v["cov"])
-        if g.u is None or (ts[2] is not None and isinstance(v["cov"], scipy.stats.Covariance)):
-            return y, _mvn_not_implemented(label, v["cov"])
-        ẏ = quietly(_mvn_tangent, g, v["cov"], ts)
+        if ts[2] is not None and isinstance(v["cov"], scipy.stats.Covariance):
+            return y, _mvn_not_implemented(label)
+        ẏ = _off_support(kind, y, quietly(_mvn_tangent, g, v["cov"], ts))
         if kind == "pdf":
             ẏ = ẏ * np.reshape(_f64(y), np.shape(ẏ))
         return y, project(y, np.reshape(ẏ, np.shape(y)))
@@ -154,17 +172,15 @@ def _mvn_rules(kind: str) -> tuple[Callable, Callable]:
 
 def _mvn_cotangents(g: _MVN, v: dict, kind: str, y: Any, ȳ: Any, label: str) -> list:
     x, mean, cov = v["x"], v["mean"], v["cov"]
-    if g.u is None:
-        return [_mvn_not_implemented(label, cov)] * 3
     raw = g.points.shape[:-1]
-    Y = _f64(ȳ).reshape(raw)
+    Y = _off_support(kind, y, _f64(ȳ).reshape(raw))
     if kind == "pdf":
         Y = Y * _f64(y).reshape(raw)
     wu = Y[..., np.newaxis] * g.u  # ∂logpdf/∂mean per point, weighted by ȳ
     x̄ = Thunk(lambda: project(x, (-wu).reshape(np.shape(x))))
     m̄ = ZeroTangent() if mean is None else Thunk(lambda: _to_form(mean, _points_sum(wu)))
     if isinstance(cov, scipy.stats.Covariance):
-        return [x̄, m̄, _mvn_not_implemented(label, cov)]
+        return [x̄, m̄, _mvn_not_implemented(label)]
     return [x̄, m̄, Thunk(lambda: project(cov, _cov_form(cov, g, wu, Y)))]
 
 
