@@ -2,8 +2,8 @@
 (``odeint`` in ``_scipy_integrate``, ``solve_ivp`` in ``_scipy_integrate_ivp``).
 
 For ``y' = f(y, t, θ)`` solved from ``y(t_0) = y0`` and read at output times
-``τ_0 … τ_{T-1}`` (``θ``: the floating-point ``args`` and the numbers and arrays
-``f`` reads from its closure):
+``τ_0 … τ_{T-1}`` (``θ``: the floating-point ``args``, and the numbers and arrays
+that ``f`` and the functions among ``args`` read from their closures):
 
 * Reverse (the adjoint ODE): from ``τ_{T-1}`` back to ``t_0``, ``a' = -(∂f/∂y)ᴴ a``
   and ``θ̄' = -(∂f/∂θ)ᴴ a``, integrated with ``y`` itself (restarted from the stored
@@ -18,6 +18,12 @@ For ``y' = f(y, t, θ)`` solved from ``y(t_0) = y0`` and read at output times
 on ``f``): the rules need a ``RuleConfig`` with the AD's modes and raise without one.
 Complex states (``solve_ivp`` with a complex ``y0``) follow the same equations, the
 AD's pullbacks being the adjoints ``(∂f/∂y)ᴴ``.
+
+The fields of both systems (``adjoint_rhs``, ``sensitivity_rhs``) are functions of
+this module that receive ``f``, the ``args`` and the tangents as arguments (the
+solver's ``args``), with a ``Layout`` of what carries no derivative: a second
+derivative differentiates the rules' bodies, and with them those solves, by these
+same rules (a closure hiding ``f`` and ``args`` would have no derivative to give).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from types import FunctionType
 from typing import Any
 
 import numpy as np
@@ -79,6 +86,7 @@ def user_line() -> str:
 
 
 non_differentiable(user_line)
+non_differentiable(where)
 
 
 def no_config(who: str, func: Any) -> Any:
@@ -127,44 +135,141 @@ non_differentiable(captured)
 
 class RightHandSide:
     """``y' = func(y, t, *args)`` (``tfirst``: ``func(t, y, *args)``) of one solver call:
-    which ``args`` and closure values carry a derivative, and the fields of the
+    which values carry a derivative (its parameters ``θ``), and the fields of the
     adjoint and sensitivity systems. ``who`` names the solver and ``fix`` shows how to
-    pass values through ``args`` in its errors."""
+    pass values through ``args`` in its errors.
+
+    The parameters, in ``θ``'s order (``slots``: ``(i, None)``, ``(i, name)`` or
+    ``(None, name)``): the floating-point ``args``; the floating-point values that a
+    function among ``args`` reads from its closure; those ``func`` reads from its own.
+    """
 
     def __init__(self, who: str, fix: str, func: Any, tfirst: bool, args: tuple) -> None:
         self.who, self.fix = who, fix
         self.func, self.tfirst, self.args = func, tfirst, args
-        self.active = [floating(a) for a in args]
-        self.sizes = [int(np.size(a)) if on else 0 for a, on in zip(args, self.active)]
-        self.captured = captured(func)
-        self.P = sum(self.sizes) + sum(int(np.size(v)) for _, v in self.captured)
+        slots: list = []
+        values: list = []
+        for i, a in enumerate(args):
+            if floating(a):
+                slots.append((i, None))
+                values.append(a)
+            elif isinstance(a, FunctionType):
+                for name, v in captured(a):
+                    slots.append((i, name))
+                    values.append(v)
+        for name, v in captured(func):
+            slots.append((None, name))
+            values.append(v)
+        self.slots, self.values = slots, values
+        self.sizes = [int(np.size(v)) for v in values]
+        self.P = sum(self.sizes)
 
     def f(self, y: Any, t: Any) -> np.ndarray:
         return rhs(self.func, self.tfirst, y, t, *self.args)
 
-    def adjoint_field(self, config: Any, D: int, complex_state: bool) -> Callable:
-        """``(y, a, θ̄)' `` as a function of the flat state and the time."""
-        part = np.asarray if complex_state else np.real
+    def adjoint_field(self, config: Any, D: int, complex_state: bool) -> tuple:
+        """``(adjoint_rhs, its args)``: ``(y, a, θ̄)'`` of the flat state and the time."""
+        return adjoint_rhs, (Layout(self, config, D, complex_state), self.func, *self.args)
 
-        def adjoint(state: np.ndarray, s: float) -> np.ndarray:
-            y, a = state[:D], state[D : 2 * D]
-            fy, pb = rrule_via_ad(config, rhs, self.func, self.tfirst, y, s, *self.args)
-            cot = pb(-a)
-            parts = [np.ravel(fy), part(np.ravel(dense(cot[3], y)))]
-            for d, arg, on in zip(cot[5:], self.args, self.active):
-                if on:
-                    parts.append(part(np.ravel(dense(d, arg))))
-            return np.concatenate([*parts, *(part(c) for c in self._closure_parts(cot[1]))])
+    def sensitivity_field(
+        self, config: Any, ḟunc: Any, ȧrgs: list, D: int, complex_state: bool
+    ) -> tuple:
+        """``(sensitivity_rhs, its args)``: ``(y, s)'`` of the flat state and the time."""
+        lay = Layout(self, config, D, complex_state, ḟunc, ȧrgs)
+        return sensitivity_rhs, (lay, self.func, *self.args, *lay.leaf_tangents(ḟunc, ȧrgs))
 
-        return adjoint
+    def func_cotangent(self, θ̄: np.ndarray) -> Any:
+        """``func``'s cotangent (a ``Tangent`` of its captured values) from the flat ``θ̄``."""
+        return self._closure_cotangent(self.func, None, θ̄)
 
-    def _closure_parts(self, df: Any) -> list:
-        """The cotangents of ``func``'s captured variables, flat, in ``captured`` order."""
-        df = unthunk(df)
+    def args_cotangents(self, θ̄: np.ndarray) -> list:
+        """One cotangent per ``args`` entry: a number or array for a floating-point one,
+        a ``Tangent`` of its captured values for a function, else ``NoTangent()``."""
+        out: list = [_NO] * len(self.args)
+        k = 0
+        for (i, name), v, size in zip(self.slots, self.values, self.sizes):
+            if i is not None and name is None:
+                out[i] = project(v, np.reshape(θ̄[k : k + size], np.shape(v)))
+            k += size
+        for i, a in enumerate(self.args):
+            if isinstance(a, FunctionType):
+                out[i] = self._closure_cotangent(a, i, θ̄)
+        return out
+
+    def _closure_cotangent(self, fn: Any, owner: Any, θ̄: np.ndarray) -> Any:
+        fields, k = {}, 0
+        for (i, name), v, size in zip(self.slots, self.values, self.sizes):
+            if i == owner and name is not None:
+                fields[name] = project(v, np.reshape(θ̄[k : k + size], np.shape(v)))
+            k += size
+        if not fields:
+            return _ZERO if owner is None else _NO
+        return _T[type(fn)](**fields)
+
+
+class Layout:
+    """What a field of a ``RightHandSide`` needs that carries no derivative: the
+    config, the sizes and the parameters' slots and shapes. The fields are functions
+    of the module, given ``func``, ``args`` and the tangents through the solver's own
+    ``args``: an AD that differentiates a rule's body again (second order) then
+    differentiates the solve of the field like any other, ``func`` and ``args`` being
+    its arguments rather than values a closure hides."""
+
+    def __init__(
+        self, rhs_: RightHandSide, config: Any, D: int, complex_state: bool, *given: Any
+    ) -> None:
+        self.config, self.tfirst, self.D = config, rhs_.tfirst, D
+        self.part = np.asarray if complex_state else np.real
+        self.n, self.slots = len(rhs_.args), rhs_.slots
+        self.templates = [np.zeros(np.shape(v), np.result_type(v, float)) for v in rhs_.values]
+        self.who, self.fix, self.where = rhs_.who, rhs_.fix, where(rhs_.func)
+        self.types = [type(rhs_.func), *(type(a) for a in rhs_.args)]
+        # the tangents given (sensitivity) of what is no parameter: kept as they are
+        self.given = given
+
+    def leaf_tangents(self, ḟunc: Any, ȧrgs: list) -> list:
+        """The tangent of each parameter, in ``θ``'s order (zeros stay zeros)."""
+        return [unthunk(_part(ḟunc if i is None else ȧrgs[i], name)) for i, name in self.slots]
+
+    def tangents(self, leaves: tuple) -> tuple:
+        """``(ḟunc, ȧrgs)``: the tangents given, with the parameters' from ``leaves``."""
+        ḟunc, ȧrgs = self.given
+        return self._tangent_of(None, ḟunc, leaves), [
+            self._tangent_of(i, t, leaves) for i, t in enumerate(ȧrgs)
+        ]
+
+    def _tangent_of(self, owner: Any, old: Any, leaves: tuple) -> Any:
+        """The tangent of ``func`` (``owner`` None) or of ``args[owner]``: ``old`` with its
+        parameters' tangents from ``leaves`` (zeros too: ``old`` holds their values)."""
+        pairs = [(name, t) for (i, name), t in zip(self.slots, leaves) if i == owner]
+        if not pairs:
+            return old
+        if pairs[0][0] is None:  # a floating-point argument: its tangent is a leaf
+            return pairs[0][1]
+        old = unthunk(old)
+        if isinstance(old, AbstractZero) and all(isinstance(t, AbstractZero) for _, t in pairs):
+            return old
+        merged = {**(backing(old) if isinstance(old, Tangent) else {}), **dict(pairs)}
+        return _T[self.types[0 if owner is None else owner + 1]](**merged)
+
+    def theta_parts(self, dfunc: Any, dargs: tuple) -> list:
+        """The cotangents of the parameters, flat, in ``θ``'s order, from those of
+        ``func`` and of each ``args`` entry."""
+        owners = sorted({i for i, name in self.slots if i is not None and name is not None})
+        for owner in [None, *owners]:
+            d = dfunc if owner is None else dargs[owner]
+            known = {name for i, name in self.slots if i == owner and name is not None}
+            self._check_closure(unthunk(d), known)
+        return [
+            np.ravel(dense(_part(dfunc if i is None else dargs[i], name), template))
+            for (i, name), template in zip(self.slots, self.templates)
+        ]
+
+    def _check_closure(self, df: Any, known: set) -> None:
+        """Raise when a function's cotangent has a part that is no parameter."""
         if isinstance(df, AbstractZero) or df is None:
-            return [np.zeros(np.size(v)) for _, v in self.captured]
+            return
         fields = backing(df) if isinstance(df, Tangent) else None
-        known = {name for name, _ in self.captured}
         other = [
             k
             for k, v in (fields.items() if isinstance(fields, dict) else [("?", df)])
@@ -172,55 +277,50 @@ class RightHandSide:
         ]
         if other:
             raise NotImplementedError(
-                f"{self.who}: func = {where(self.func)} reads {', '.join(other)} from "
+                f"{self.who}: func = {self.where} reads {', '.join(other)} from "
                 "outside its arguments, and its derivative there is not a number or "
                 "array that the reverse (adjoint) rule can integrate.\nTo fix: pass the "
                 f"numbers and arrays it depends on through args, e.g. {self.fix}, or use "
                 "forward mode (ad.jvp)."
             )
-        return [np.ravel(dense(getattr(df, name), v)) for name, v in self.captured]
 
-    def sensitivity_field(
-        self, config: Any, ḟunc: Any, ȧrgs: list, D: int, complex_state: bool
-    ) -> Callable:
-        """``(y, s)'`` as a function of the flat state and the time."""
-        arg_ts = tuple(_ZERO if isinstance(d, AbstractZero) else d for d in ȧrgs)
-        part = np.asarray if complex_state else np.real
 
-        def sensitivity(state: np.ndarray, s: float) -> np.ndarray:
-            y, v = state[:D], state[D:]
-            ins = (_ZERO, ḟunc, _NO, v, _ZERO, *arg_ts)
-            fy, ḟy = frule_via_ad(config, ins, rhs, self.func, self.tfirst, y, s, *self.args)
-            ḟy = unthunk(ḟy)
-            if isinstance(ḟy, AbstractZero):
-                return np.concatenate([np.ravel(fy), np.zeros(D, state.dtype)])
-            return np.concatenate([np.ravel(fy), part(np.ravel(dense(ḟy, fy)))])
+def _part(d: Any, name: Any) -> Any:
+    """The entry ``name`` of a function's tangent ``d`` (``d`` itself for None)."""
+    d = unthunk(d)
+    if name is None or isinstance(d, AbstractZero):
+        return d
+    return getattr(d, name)
 
-        return sensitivity
 
-    def func_cotangent(self, θ̄: np.ndarray) -> Any:
-        """``func``'s cotangent (a ``Tangent`` of its captured values) from the flat ``θ̄``."""
-        if not self.captured:
-            return _ZERO
-        k, fields = sum(self.sizes), {}
-        for name, v in self.captured:
-            size = int(np.size(v))
-            fields[name] = project(v, np.reshape(θ̄[k : k + size], np.shape(v)))
-            k += size
-        return _T[type(self.func)](**fields)
+def adjoint_rhs(state: np.ndarray, s: float, lay: Layout, func: Any, *args: Any) -> np.ndarray:
+    """``(y, a, θ̄)'`` at time ``s``: ``y' = f``, ``a' = -(∂f/∂y)ᴴ a``, ``θ̄' = -(∂f/∂θ)ᴴ a``."""
+    D = lay.D
+    y, a = state[:D], state[D : 2 * D]
+    fy, pb = rrule_via_ad(lay.config, rhs, func, lay.tfirst, y, s, *args)
+    cot = pb(-a)
+    parts = [np.ravel(fy), lay.part(np.ravel(dense(cot[3], y)))]
+    parts.extend(lay.part(p) for p in lay.theta_parts(cot[1], cot[5:]))
+    return np.concatenate(parts)
 
-    def args_cotangents(self, θ̄: np.ndarray) -> list:
-        """One cotangent per ``args`` entry (``NoTangent()`` for counts, flags, functions)."""
-        out, k = [], 0
-        for arg, on, size in zip(self.args, self.active, self.sizes):
-            out.append(project(arg, np.reshape(θ̄[k : k + size], np.shape(arg))) if on else _NO)
-            k += size
-        return out
+
+def sensitivity_rhs(state: np.ndarray, s: float, lay: Layout, func: Any, *rest: Any) -> np.ndarray:
+    """``(y, s)'`` at time ``s``: ``y' = f``, ``s' = (∂f/∂y) s + (∂f/∂θ) θ̇``; ``rest``:
+    the ``args`` and then the parameters' tangents."""
+    D = lay.D
+    y, v = state[:D], state[D:]
+    ḟunc, ȧrgs = lay.tangents(rest[lay.n :])
+    ins = (_ZERO, ḟunc, _NO, v, _ZERO, *ȧrgs)
+    fy, ḟy = frule_via_ad(lay.config, ins, rhs, func, lay.tfirst, y, s, *rest[: lay.n])
+    ḟy = unthunk(ḟy)
+    if isinstance(ḟy, AbstractZero):
+        return np.concatenate([np.ravel(fy), np.zeros(D, state.dtype)])
+    return np.concatenate([np.ravel(fy), lay.part(np.ravel(dense(ḟy, fy)))])
 
 
 def adjoint_sweep(
     segment: Callable,
-    field: Callable,
+    field: tuple,
     ys: np.ndarray,
     times: np.ndarray,
     t0: float,
@@ -229,7 +329,8 @@ def adjoint_sweep(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(a(t_0), θ̄)``: the adjoint integrated from the last output time back to
     ``t0``, jumping by ``g[i]`` at ``times[i]``. ``segment(field, state, t_from, t_to)``
-    is the state at ``t_to`` (a solver call); ``ys[i]`` is ``y(times[i])``."""
+    is the state at ``t_to`` (a solver call; ``field``: a function of the state and
+    the time, and the further arguments it takes); ``ys[i]`` is ``y(times[i])``."""
     D = ys.shape[1]
     a, θ̄ = g[-1], np.zeros(P, dtype=g.dtype)
     stops = [*times[::-1][1:], t0]

@@ -19,9 +19,15 @@ AD's ``RuleConfig`` and call back into it (``rrule_via_ad`` / ``frule_via_ad``, 
 * Floating-point numbers and arrays that ``func`` reads from its closure are
   integrated like ``args`` (``func`` gets a ``Tangent`` of them); a derivative
   through anything else it reads from outside (an object, a nested function's
-  closure) raises in reverse mode: pass such values through ``args``. ``args``
-  entries that are not floating-point numbers or arrays (counts, flags,
-  functions) get no derivative.
+  closure) raises in reverse mode: pass such values through ``args``. A function
+  among ``args`` gets a ``Tangent`` of the floating-point values its closure holds
+  (integrated the same way); other ``args`` entries that are not floating-point
+  numbers or arrays (counts, flags) get no derivative.
+* Derivatives of any order: the adjoint and sensitivity systems are functions of
+  the module (``_ode_adjoint.adjoint_rhs``, ``sensitivity_rhs``) that get ``func``,
+  ``args`` and the tangents through the solver's own ``args``, so an AD that
+  differentiates these rules' bodies again (second derivatives in any pair of
+  modes) differentiates those solves by these same rules.
 * The adjoint and sensitivity solves use the call's ``rtol``, ``atol``, ``mxstep``,
   ``hmin``, ``hmax``, ``mxordn``, ``mxords``; ``Dfun`` serves the primal solve only.
   With ``full_output=True`` the information dictionary gets no derivative. ``y``
@@ -107,8 +113,7 @@ class _Problem:
     """One ``odeint`` call: its options, ``args`` and the right-hand side."""
 
     def __init__(self, func: Any, y0: Any, t: Any, rest: tuple, kwargs: dict) -> None:
-        opts = dict(zip(_NAMES, rest))
-        opts.update(kwargs)
+        opts = {**dict(zip(_NAMES, rest)), **kwargs}  # (no update: ad differentiates this)
         args = tuple(opts.get("args", ()))  # odeint itself insists on a tuple
         self.rhs = RightHandSide(_WHO, _FIX, func, bool(opts.get("tfirst", False)), args)
         self.args_slot = len(rest) > 0  # args passed by position get a derivative
@@ -118,8 +123,9 @@ class _Problem:
         self.t = np.asarray(t, dtype=float)
         self.D = self.y0.shape[0]
 
-    def segment(self, field: Any, state: np.ndarray, t_from: float, t_to: float) -> np.ndarray:
-        return _odeint(field, state, np.array([t_from, t_to]), **self.solver)[1]
+    def segment(self, field: tuple, state: np.ndarray, t_from: float, t_to: float) -> np.ndarray:
+        fn, fargs = field
+        return _odeint(fn, state, np.array([t_from, t_to]), fargs, **self.solver)[1]
 
 
 @rrule.register(_odeint, config=HasReverseMode)
@@ -174,8 +180,8 @@ def odeint_frule(config: Any, ḟ: Any, *rest_all: Any, **kwargs: Any) -> Any:
     s0 = np.zeros(D) if isinstance(ẏ0, AbstractZero) else np.ravel(dense(ẏ0, y0)) + 0.0
     if ṫs is not None:
         s0 = s0 - rhs.f(pr.y0, pr.t[0]) * ṫs[0]
-    field = rhs.sensitivity_field(config, ḟunc, ȧrgs, D, False)
-    Z = _odeint(field, np.concatenate([pr.y0, s0]), pr.t, **pr.solver)
+    fn, fargs = rhs.sensitivity_field(config, ḟunc, ȧrgs, D, False)
+    Z = _odeint(fn, np.concatenate([pr.y0, s0]), pr.t, fargs, **pr.solver)
     yt = Ω[0] if pr.full else Ω
     ẏ = Z[:, D:]
     if ṫs is not None:

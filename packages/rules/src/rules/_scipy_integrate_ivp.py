@@ -91,8 +91,8 @@ class _Problem:
     """One ``solve_ivp`` call and its result: options, times and the right-hand side."""
 
     def __init__(self, fun: Any, t_span: Any, y0: Any, rest: tuple, kwargs: dict, Ω: Any):
-        opts = dict(zip(_NAMES, rest))
-        opts.update({k: v for k, v in kwargs.items() if k in _NAMES})
+        # (a display, not dict.update: at second order ad differentiates this body)
+        opts = {**dict(zip(_NAMES, rest)), **{k: v for k, v in kwargs.items() if k in _NAMES}}
         options = {k: v for k, v in kwargs.items() if k not in _NAMES}
         for name, why in (
             ("dense_output", "sol.sol, an interpolant of the solution"),
@@ -126,10 +126,10 @@ class _Problem:
             atol = np.concatenate([atol, np.full(size - self.D, np.min(atol))])
         return {"method": self.method, "atol": atol, **self.solver}
 
-    def solve(self, field: Any, state: np.ndarray, span: tuple, t_eval: Any = None) -> Any:
-        sol = _solve_ivp(
-            lambda s, z: field(z, s), span, state, t_eval=t_eval, **self.options(state.shape[0])
-        )
+    def solve(self, field: tuple, state: np.ndarray, span: tuple, t_eval: Any = None) -> Any:
+        fn, fargs = field
+        opts = self.options(state.shape[0])
+        sol = _solve_ivp(_time_first, span, state, t_eval=t_eval, args=(fn, *fargs), **opts)
         if sol.status < 0:
             raise RuntimeError(
                 f"{_WHO}: the {'adjoint' if t_eval is None else 'sensitivity'} system of "
@@ -138,7 +138,7 @@ class _Problem:
             )
         return sol
 
-    def segment(self, field: Any, state: np.ndarray, t_from: float, t_to: float) -> np.ndarray:
+    def segment(self, field: tuple, state: np.ndarray, t_from: float, t_to: float) -> np.ndarray:
         return self.solve(field, state, (t_from, t_to)).y[:, -1]
 
     def time_tangents(self, ṫspan: Any, ṫeval: Any) -> Any:
@@ -157,6 +157,11 @@ class _Problem:
         if ṫ0 == 0.0 and not ṫs.any():
             return None
         return ṫ0, np.reshape(ṫs, (T,))
+
+
+def _time_first(t: Any, z: np.ndarray, fn: Any, *fargs: Any) -> np.ndarray:
+    """A field ``fn(z, t, *fargs)`` as ``solve_ivp`` calls its function."""
+    return fn(z, t, *fargs)
 
 
 def _result_tangent(Ω: Any, ẏ: Any, ṫ: Any) -> Any:

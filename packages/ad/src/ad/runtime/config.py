@@ -33,13 +33,7 @@ class ADConfig(RuleConfig, HasReverseMode, HasForwardsMode):
 
     def rrule_via_ad(self, f: Any, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
-            y, pb = calls.rcall_kw(f, args, kwargs)
-            n = len(args)
-
-            def via_ad_pullback(ȳ: Any) -> tuple:
-                return pb(ȳ)[: n + 1]
-
-            return y, keep_stateful(pb, via_ad_pullback)
+            return _rrule_via_ad_kw(f, args, kwargs)
         y, pb = calls.rcall(f, *args)
 
         def rrule_via_ad_pullback(ȳ: Any) -> tuple:
@@ -64,3 +58,18 @@ class ADConfig(RuleConfig, HasReverseMode, HasForwardsMode):
         if kwargs:
             return calls.dispatch(f, tangents, args, kwargs, {})
         return calls.fcall(f, tangents, *args)
+
+
+def _rrule_via_ad_kw(f: Any, args: tuple, kwargs: dict) -> Any:
+    """``rrule_via_ad`` of a call with keyword arguments (which get no cotangent).
+
+    A function of its own, so that ``rrule_via_ad``'s pullback closure captures a
+    ``pb`` assigned once: at second order ad differentiates that method's source,
+    and refuses a closure over a name assigned in two places."""
+    y, pb = calls.rcall_kw(f, args, kwargs)
+    n = len(args)
+
+    def via_ad_pullback(ȳ: Any) -> tuple:
+        return pb(ȳ)[: n + 1]
+
+    return y, keep_stateful(pb, via_ad_pullback)
