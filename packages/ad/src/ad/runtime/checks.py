@@ -32,8 +32,13 @@ def argument_write(
     if original is not _ARGUMENT and obj is not original:
         return
     if _carries_derivative(value) and not followed(obj, forward):
+        what = (
+            "deletes from"
+            if value is obj and obj is not None
+            else f"writes a {type(value).__name__} into"
+        )
         raise MutationError(
-            f"{site}: the function writes a {type(value).__name__} into its argument "
+            f"{site}: the function {what} its argument "
             f"{container!r} and does not return it: the caller would not see that change in "
             "the backward pass, so the derivative would be lost.\n"
             "To fix: build a new container (d = {**d, k: v}, lst = lst + [v]) and return "

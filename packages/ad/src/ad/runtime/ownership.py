@@ -194,9 +194,12 @@ def _slow(
     if _Holders(x, var, n).explained(frame) and (
         not nb or _Holders(base, var, nb, x).explained(frame)
     ):
-        # Only the AD holds it besides: its tape keeps the object it saved.
+        # Only the AD holds it besides: its tape keeps the object it saved. A
+        # differentiated write builds a new array, but writes a list or dict in
+        # place: that gets a copy, so that a pullback which saved it (sorted's,
+        # a read of its length) still sees it as it was.
         if active:
-            return x
+            return copy.copy(x) if type(x) in (list, dict) else x
         return x.copy() if isinstance(x, _ndarray) else copy.copy(x)
     found = _Holders(x, var, within=within)
     found.search(frame, callee=me)

@@ -24,7 +24,14 @@ from rules.extension import getrefcount as _getrefcount
 from rules.extension import unbroadcast
 from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unthunk
 
-__all__ = ["append", "array_setitem", "inplace_fast", "inplace_helper", "setitem"]
+__all__ = [
+    "append",
+    "array_setitem",
+    "inplace_fast",
+    "inplace_helper",
+    "method_write",
+    "setitem",
+]
 
 _Z = ZeroTangent()
 _NO = NoTangent()
@@ -44,7 +51,7 @@ def _(config: Any, obj: Any, key: Any, value: Any) -> Any:
     if np is not None and isinstance(obj, np.ndarray):
         return array_setitem(obj, key, value)
     if overriding(obj, "__setitem__") is not None:  # a list or dict subclass's own
-        return _method_write(config, obj, "__setitem__", key, value)
+        return method_write(config, obj, "__setitem__", key, value)
     p = tracked(obj)
     if p is not None and isinstance(obj, (list, dict)):  # followed by identity (ad.runtime.state)
         if isinstance(obj, list) and not isinstance(key, int):
@@ -136,7 +143,7 @@ def append(lst: Any, value: Any) -> Any:
 @rrule.register(append, config=ADConfig)
 def _(config: Any, lst: list, value: Any) -> Any:
     if overriding(lst, "append") is not None:  # a list subclass's own
-        return _method_write(config, lst, "append", value)
+        return method_write(config, lst, "append", value)
     n = len(lst)
     lst.append(value)
     p = tracked(lst)
@@ -163,10 +170,10 @@ def _(config: Any, lst: list, value: Any) -> Any:
 @rrule.register(append, config=ADConfig)
 def _(config: Any, obj: object, value: Any) -> Any:
     """``obj.append(v)`` on anything but a list (a user class's method, a deque)."""
-    return _method_write(config, obj, "append", value)
+    return method_write(config, obj, "append", value)
 
 
-def _method_write(config: Any, obj: Any, name: str, *args: Any) -> Any:
+def method_write(config: Any, obj: Any, name: str, *args: Any) -> Any:
     """A helper's write done by ``obj``'s own method ``name`` (a user class's, a
     deque's, a list subclass's ``append`` or ``__setitem__``), differentiated as
     any call is (from its source, by its rule, or as plain Python under
@@ -181,6 +188,8 @@ def _method_write(config: Any, obj: Any, name: str, *args: Any) -> Any:
         d_obj = fpb(_runtime.acc(ȳ, dm))[1]
         if name == "append":
             return (_NO, d_obj, *dargs)
+        if name == "__delitem__":  # the key has none
+            return (_NO, d_obj, _NO)
         return (_NO, d_obj, _NO, dargs[1])  # __setitem__: the key has none
 
     return obj, keep_stateful(fpb, keep_stateful(pb, method_write_pullback))

@@ -532,7 +532,7 @@ def merged_tangent(obj: Any, ȯ: Any) -> Any:
         fields = _parts(obj, ȯ)
     else:
         return ȯ
-    fields = {k: v for k, v in fields.items() if not _zero(v)}
+    fields = {k: v for k, v in fields.items() if not _zero(v) and _present(obj, k)}
     if not fields:
         return _Z
     if isinstance(obj, list):
@@ -540,6 +540,16 @@ def merged_tangent(obj: Any, ȯ: Any) -> Any:
     if isinstance(obj, dict):
         return Tangent[dict]._from_backing(fields)
     return _whole(obj, fields, 0)
+
+
+def _present(obj: Any, key: Any) -> bool:
+    """Whether the entry ``key`` of a tangent is one ``obj`` has now (a ``del``
+    may have taken it out of a list or dict since the tangent was made)."""
+    if isinstance(obj, list):
+        return key < len(obj)
+    if isinstance(obj, dict):
+        return key in obj
+    return True
 
 
 def hold_tangent(p: Pass, obj: Any, name: str, v̇: Any) -> None:

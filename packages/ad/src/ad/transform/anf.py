@@ -20,7 +20,8 @@ attribute reads become ``_ad_getattr(obj, "name")`` and subscripts
 ``_ad_op_getitem(obj, index)``. Writes into containers and objects rebind the
 container: ``d[k] = v`` becomes ``d = _ad_setitem(d, k, v)``; ``o.a = v``
 becomes ``o = _ad_setattr(o, "a", v)``; ``x += y`` becomes
-``x = _ad_iop_add(x, y)``; ``lst.append(v)`` becomes ``lst = _ad_append(lst, v)``.
+``x = _ad_iop_add(x, y)``; ``lst.append(v)`` becomes ``lst = _ad_append(lst, v)``;
+``del a[i]`` becomes ``a = _ad_delitem(a, i)``.
 Conditional expressions and ``and``/``or`` used as values become ``if``
 statements; a walrus ``(x := v)`` becomes ``x = v`` where Python evaluates it.
 Line numbers of the source statement are kept on every output statement, and
@@ -237,6 +238,15 @@ class _Normalizer(Expressions, ControlForms):
                     col_offset=0,
                 )
             )
+        elif isinstance(s, ast.Delete):  # del a[i], del a[i:j], del d[k] (fence refuses others)
+            for t in s.targets:
+                assert isinstance(t, ast.Subscript)
+                obj = t.value
+                if not isinstance(obj, ast.Name):  # del self.items[0]: into the object, followed
+                    obj = self.followed_container(obj, t, out)
+                idx = self.index(t.slice, out)
+                call = self.helper_call("_ad_delitem", [self.name(obj.id), idx])
+                out.append(self.assign(self.container_target(obj.id), call))
         elif isinstance(s, ast.Try):
             out.append(self.normalize_try(s))
         elif isinstance(s, ast.With):

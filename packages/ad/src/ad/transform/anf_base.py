@@ -32,11 +32,18 @@ __all__ = [
 ITEM_UPDATE = "_ad_item_update"
 #: The helpers the ANF and protocols passes emit for a write into their first
 #: argument in place: ``x[i] = v``, ``o.a = v``, ``xs.append(v)``,
-#: ``object.__setattr__(o, k, v)`` and ``o.__dict__[k] = v``. Each statement
+#: ``object.__setattr__(o, k, v)``, ``o.__dict__[k] = v`` and ``del x[i]``. Each statement
 #: ``o = helper(o, ...)`` rebinds the name it writes through; the later passes
 #: (guards, holders, inlining, tracking) know a write by this set.
 IN_PLACE_HELPERS = frozenset(
-    ["_ad_setitem", "_ad_setattr", "_ad_append", "_ad_setattr_object", "_ad_setdict"]
+    [
+        "_ad_setitem",
+        "_ad_setattr",
+        "_ad_append",
+        "_ad_setattr_object",
+        "_ad_setdict",
+        "_ad_delitem",
+    ]
 )
 
 BINOPS: dict[type, str] = {

@@ -34,7 +34,9 @@ _REJECT: dict[type, str] = {
     ast.Nonlocal: "`nonlocal` writes are not differentiated; return the new value instead",
     ast.ClassDef: "class definitions inside differentiated code are not supported; "
     "define the class at module level",
-    ast.Delete: "`del` is not supported in differentiated code",
+    ast.Delete: "`del` of a name or an attribute is not supported in differentiated code "
+    "(`del xs[i]`, `del xs[a:b]` and `del d[k]` are). To fix: rebind the name "
+    "(x = None) or leave it",
 }
 if hasattr(ast, "TryStar"):
     _REJECT[ast.TryStar] = (
@@ -72,7 +74,9 @@ def check_supported(tree: ast.FunctionDef, filename: str) -> ast.FunctionDef:
     while stack:
         node = pop()
         kind = type(node)
-        if kind in reject:
+        if kind in reject and not (
+            kind is ast.Delete and all(type(t) is ast.Subscript for t in node.targets)  # type: ignore[attr-defined]
+        ):
             raise _reject(node, filename, tree.name)
         if kind is ast.Try and node.finalbody:  # type: ignore[attr-defined]
             _check_finally(node.finalbody, filename, tree.name)  # type: ignore[attr-defined]

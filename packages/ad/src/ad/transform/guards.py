@@ -186,10 +186,11 @@ def argument_write_guard(
         and first.id in params
         and first.id not in mutable_params
         and isinstance(last, ast.Name)
-        and last.id in active
+        and (last.id in active or (fn == "_ad_delitem" and first.id in active))
     ):
+        # ``del xs[i]`` moves the entries after i: judged by what the container holds
         args = [
-            last,
+            first if fn == "_ad_delitem" else last,
             at(ast.Constant(first.id), line),
             at(ast.Constant(f"{filename}:{line}"), line),
             at(ast.Name(id=first.id, ctx=ast.Load()), line),

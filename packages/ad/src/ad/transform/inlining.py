@@ -53,6 +53,7 @@ from typing import Any
 from ad.transform.activity import param_names, read_and_stored
 from ad.transform.anf import normalize
 from ad.transform.anf_base import IN_PLACE_HELPERS
+from ad.transform.container_methods import spelled_as_item_writes
 from ad.transform.desugar import desugar
 from ad.transform.fence import check_supported
 from ad.transform.inline_guards import Body, guarded
@@ -367,7 +368,8 @@ def helper_anf(fn: types.FunctionType) -> ast.FunctionDef | None:
         try:
             src = get_source(fn)
             tree = explicit_protocols(src.tree, fn)
-            tree = check_supported(spelled_as_rebinding(tree, fn), src.filename)
+            tree = spelled_as_item_writes(spelled_as_rebinding(tree, fn), fn)
+            tree = check_supported(tree, src.filename)
             anf = normalize(desugar(tree), src.filename)
         except Exception:  # no source, unsupported syntax: it stays a call
             anf = None

@@ -20,6 +20,7 @@ from typing import Any
 from ad.transform.activity import NONDIFF_BUILTINS, active_names, param_names, read_and_stored
 from ad.transform.anf import normalize
 from ad.transform.captured_stars import starred_parameters, unpack_captured
+from ad.transform.container_methods import spelled_as_item_writes
 from ad.transform.desugar import desugar
 from ad.transform.fence import check_supported
 from ad.transform.fuse import module_attribute
@@ -75,7 +76,8 @@ def front(
     ``lengths``: the lengths of the tuples that parameters unpacked by ``*`` hold
     at this call (see ``captured_stars.unpack_captured``)."""
     src = get_source(f)
-    tree = check_supported(spelled_as_rebinding(explicit_protocols(src.tree, f), f), src.filename)
+    tree = spelled_as_rebinding(explicit_protocols(src.tree, f), f)
+    tree = check_supported(spelled_as_item_writes(tree, f), src.filename)
     star_guards: tuple = ()
     starred = ()
     if inline and ENABLED[0]:  # ``f(w, *data)`` of a captured tuple: an ordinary call
