@@ -316,3 +316,20 @@ def test_a_closure_made_in_a_loop_is_differentiated_as_called(call, expected):
     assert ad.gradient(f, x)[0] == pytest.approx(fd, rel=1e-6)
     assert ad.jvp(f, (x,), (1.0,))[1] == pytest.approx(fd, rel=1e-6)
     assert ad.gradient(f, x)[0] == pytest.approx(expected, rel=1e-12)  # by hand
+
+
+def test_a_library_function_with_a_rule_keeps_it_when_differentiated_again():
+    # scipy's solve_sylvester is a decorated closure with a rule: the nested call's
+    # function must stay that object (rules are found by identity), not a copy
+    sl = pytest.importorskip("scipy.linalg")
+    rng = np.random.default_rng(3)
+    A, B, C, V = (rng.normal(size=(3, 3)) for _ in range(4))
+
+    def jvp_of(a):
+        return np.sum(ad.jvp(sl.solve_sylvester, (a, B, C), (V, V, V))[1])
+
+    h = 1e-6
+    E = np.zeros((3, 3))
+    E[0, 1] = 1.0
+    fd = (jvp_of(A + h * E) - jvp_of(A - h * E)) / (2 * h)
+    assert ad.gradient(jvp_of, A)[0][0, 1] == pytest.approx(fd, rel=1e-5)

@@ -21,6 +21,8 @@ __all__ = ["as_called", "kw_entry"]
 
 _Z = ZeroTangent()
 _TupleT = Tangent[tuple]
+_RRULES = rrule.table._rules
+_FRULES = frule.table._rules
 
 
 def as_called(f: Any) -> Any:
@@ -29,7 +31,8 @@ def as_called(f: Any) -> Any:
     becomes a copy whose cells hold what its captured variables hold now, so that
     later rebinding (a lambda made in a loop, ``k`` the loop variable) does not
     change the function the pullback differentiates. Its cotangent has the same
-    fields (the captured variables' names). Anything else is returned as it is.
+    fields (the captured variables' names). Anything else, and a function with
+    rules (dispatch finds those by identity), is returned as it is.
 
     >>> def made_in_a_loop():
     ...     fs = []
@@ -41,6 +44,8 @@ def as_called(f: Any) -> Any:
     """
     if type(f) is not types.FunctionType or not f.__closure__:
         return f
+    if f in _RRULES or f in _FRULES:
+        return f  # a rule's function (a decorated library function): found by identity
     cells = []
     for c in f.__closure__:
         try:
