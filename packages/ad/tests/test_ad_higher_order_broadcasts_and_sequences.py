@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 import pytest
-from ad_testing import D_f, D_r
+from ad_testing import D_f, D_r, fd_gradient
 
 import ad
 
@@ -57,26 +57,6 @@ SHAPES = [((), (4,)), ((4,), ()), ((4,), (3, 4)), ((3, 1), (1, 4)), ((1,), (4,))
 
 def _value(rng, shape):
     return float(rng.uniform(0.5, 1.5)) if shape == () else rng.uniform(0.5, 1.5, size=shape)
-
-
-def _fd_grad(f, args, h=1e-6):
-    """Central differences of the real-valued ``f`` in each argument."""
-    out = []
-    for i, x in enumerate(args):
-        if isinstance(x, float):
-            a, b = list(args), list(args)
-            a[i], b[i] = x + h, x - h
-            out.append((f(*a) - f(*b)) / (2 * h))
-            continue
-        g = np.zeros_like(x)
-        for k in np.ndindex(x.shape):
-            a, b = list(args), list(args)
-            a[i], b[i] = x.copy(), x.copy()
-            a[i][k] += h
-            b[i][k] -= h
-            g[k] = (f(*a) - f(*b)) / (2 * h)
-        out.append(g)
-    return tuple(out)
 
 
 def _fd_dir(f, args, dirs, h=1e-6):
@@ -120,7 +100,7 @@ def test_reverse_over_forward_sums_the_tangent_cotangent_over_broadcast_axes(nam
         return np.sum(W * ad.jvp(inner, xv[:n], xv[n:])[1])
 
     got = ad.gradient(loss, *xs, *vs)
-    for g, w in zip(got, _fd_grad(loss, (*xs, *vs))):
+    for g, w in zip(got, fd_gradient(loss, *xs, *vs)):
         _close(g, w)
 
 
@@ -148,7 +128,7 @@ def test_forward_and_reverse_over_reverse_of_a_broadcast(name, shapes, active):
 
     dirs = tuple(_value(rng, np.shape(x)) for x in xs)
     _close(ad.jvp(gdot, xs, dirs)[1], _fd_dir(gdot, xs, dirs))
-    for g, w in zip(ad.gradient(gdot, *xs), _fd_grad(gdot, xs)):
+    for g, w in zip(ad.gradient(gdot, *xs), fd_gradient(gdot, *xs)):
         _close(g, w)
 
 

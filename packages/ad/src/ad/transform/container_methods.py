@@ -32,13 +32,14 @@ import itertools
 import types
 from typing import Any
 
+from ad.transform.writers import rewrite_statements
+
 __all__ = ["spelled_as_item_writes"]
 
 _LIST = {"pop", "insert", "extend", "remove", "reverse", "sort", "clear"}
 _DICT = {"pop", "setdefault", "update", "clear"}
 #: The builtins the spellings name.
 _BUILTINS = frozenset(["list", "dict", "sorted"])
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 def spelled_as_item_writes(tree: ast.FunctionDef, f: types.FunctionType) -> ast.FunctionDef:
@@ -49,23 +50,7 @@ def spelled_as_item_writes(tree: ast.FunctionDef, f: types.FunctionType) -> ast.
     if _BUILTINS & (local | set(code.co_freevars) | set(f.__globals__)):
         return tree  # a builtin the spellings call is shadowed: all as written
     counter = itertools.count(1)
-
-    def rewrite(stmts: list[ast.stmt]) -> list[ast.stmt]:
-        out: list[ast.stmt] = []
-        for s in stmts:
-            for field in ("body", "orelse", "finalbody"):
-                inner = getattr(s, field, None)
-                if inner and not isinstance(s, _SCOPES):
-                    setattr(s, field, rewrite(inner))
-            for h in getattr(s, "handlers", ()):
-                h.body = rewrite(h.body)
-            for c in getattr(s, "cases", ()):
-                c.body = rewrite(c.body)
-            out.extend(_rewritten(s, local, counter) or [s])
-        return out
-
-    tree.body = rewrite(tree.body)
-    return tree
+    return rewrite_statements(tree, lambda s: _rewritten(s, local, counter))
 
 
 def _rewritten(s: ast.stmt, local: set[str], counter: Any) -> list[ast.stmt] | None:

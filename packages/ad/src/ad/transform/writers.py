@@ -52,12 +52,19 @@ from __future__ import annotations
 import ast
 import itertools
 import types
+from collections.abc import Callable
 from typing import Any
 
 from ad.transform.holders import LOCAL, UNBOUND, name_resolver
 from rules.functional import functional_form
 
-__all__ = ["ARRAY_WRITER_METHODS", "WRITER_PREFIX", "in_place_form", "spelled_as_rebinding"]
+__all__ = [
+    "ARRAY_WRITER_METHODS",
+    "WRITER_PREFIX",
+    "in_place_form",
+    "rewrite_statements",
+    "spelled_as_rebinding",
+]
 
 #: The names ``_ad_wf<n>`` bind a writer's functional form (``guards`` and the
 #: generators recognise the rebinding by it).
@@ -76,6 +83,15 @@ def spelled_as_rebinding(tree: ast.FunctionDef, f: types.FunctionType) -> ast.Fu
     spelled as that name's rebinding (see the module docstring)."""
     resolve = _resolver(f)
     counter = itertools.count(1)
+    return rewrite_statements(tree, lambda s: _rewritten(s, resolve, counter))
+
+
+def rewrite_statements(
+    tree: ast.FunctionDef, one: Callable[[ast.stmt], list[ast.stmt] | None]
+) -> ast.FunctionDef:
+    """``tree`` (edited in place) with each statement of its blocks, nested ones
+    included but not those of nested functions, lambdas and classes, replaced by
+    ``one(s)`` where that is not None (inner blocks first)."""
 
     def rewrite(stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -88,7 +104,7 @@ def spelled_as_rebinding(tree: ast.FunctionDef, f: types.FunctionType) -> ast.Fu
                 h.body = rewrite(h.body)
             for c in getattr(s, "cases", ()):
                 c.body = rewrite(c.body)
-            out.extend(_rewritten(s, resolve, counter) or [s])
+            out.extend(one(s) or [s])
         return out
 
     tree.body = rewrite(tree.body)
