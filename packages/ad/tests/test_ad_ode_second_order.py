@@ -129,3 +129,29 @@ def test_hessian_of_several_parameters():
     grad = lambda q: ad.gradient(loss, q)[0]  # noqa: E731
     want = np.stack([_fd(lambda s, i=i: grad(p + s * np.eye(4)[i]), 0.0) for i in range(4)])
     np.testing.assert_allclose(ad.hessian(loss, p), want, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("spelling", ["positional", "keyword"])
+@pytest.mark.parametrize("solver", ["odeint", "solve_ivp"])
+def test_hessian_reverse_through_the_solvers(solver, spelling):
+    """``hessian_reverse`` (reverse over reverse) differentiates the rules' pullbacks,
+    whose fields call ``rhs(func, tfirst, y, t, *args)``; ``args`` given by keyword is
+    passed by position, as at first order (before: its second derivatives were 0)."""
+
+    def loss(p):
+        if solver == "odeint":
+            f = lambda y, t, a, b: -a * y * y + b * np.cos(t)  # noqa: E731
+            pos, kw = ((p[0], p[1] ** 2),), {}
+            if spelling == "keyword":
+                pos, kw = (), {"args": pos[0]}
+            ys = odeint(f, np.array([1.0, p[2]]), T, *pos, **kw, **TOL)
+            return np.sum(ys**2)
+        f = lambda t, y, a, b: -a * y * p[2] + b  # noqa: E731
+        pos, kw = (), {"args": (p[0], p[1] ** 2)}
+        sol = solve_ivp(f, (0.0, 1.0), np.array([1.0, 2.0]), **kw, **TOL)
+        return np.sum(sol.y[:, -1] ** 2)
+
+    p = np.array([0.5, 0.8, 1.2])
+    grad = lambda q: ad.gradient(loss, q)[0]  # noqa: E731
+    want = np.stack([_fd(lambda s, i=i: grad(p + s * np.eye(3)[i]), 0.0) for i in range(3)])
+    np.testing.assert_allclose(ad.hessian_reverse(loss, p), want, rtol=1e-5, atol=1e-7)

@@ -20,6 +20,7 @@ to the einsums of the pullback. Not supported: ``out=`` (in-place output).
 
 from __future__ import annotations
 
+import functools
 import string
 from typing import Any
 
@@ -134,7 +135,7 @@ def _(*args: Any, **kw: Any) -> Any:
             if isinstance(ȳ, AbstractZero):
                 cotangents[p + 1] = ZeroTangent()
                 continue
-            dx = Thunk(lambda k=k: _einsum_grad(k, specs, out, ops, ȳ, grad_kw))
+            dx = Thunk(functools.partial(_einsum_grad, k, specs, out, ops, ȳ, grad_kw))
             cotangents[p + 1] = project_nested(ops[k], dx)
         return tuple(cotangents)
 

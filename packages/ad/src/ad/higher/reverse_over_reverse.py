@@ -40,9 +40,12 @@ from ad.runtime import accumulate as _accumulate
 from ad.runtime import plain_calls as _plain_calls
 from ad.runtime import rules_containers as _rules_containers
 from ad.runtime import rules_item_writes as _item_writes
+from ad.runtime import rules_objects as _rules_objects
 from ad.runtime import wrappers as _wrappers
+from ad.runtime.attribute_routes import read_route
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import entries, zero_like
+from ad.runtime.keywords import keywords_as_positions
 from ad.runtime.library_code import library_callable
 from ad.runtime.plain_functions import PlainEntry
 from ad.runtime.reverse import CONFIG, rcall, rcall_kw
@@ -104,6 +107,10 @@ def _dispatch(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
     tf = type(f)
     if tf is _FunctionType and f not in _RRULES:
         return _through_pure(f, args, kwargs)
+    if (f is _rules_objects.getattr_ or f is _rules_objects.getattr_object) and not kwargs:
+        route = read_route(*args, f is _rules_objects.getattr_object)
+        if route is not None:  # a property, descriptor or __getattr__: its code
+            return _through_attribute_route(*route)
     if _hashable(f) and f in _STRUCTURAL:
         return _through_structural(f, args, kwargs)
     if f is operator.getitem and type(args[0]) in (list, tuple):  # a read: structure only
@@ -130,6 +137,10 @@ def _dispatch(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
             "function with an rrule",
             "call it through a Python function, or use ad.hessian (forward over reverse)",
         )
+    if kwargs and not getattr(rule.impl, "keyword_cotangents", False):
+        moved = keywords_as_positions(f, args, kwargs)
+        if moved is not None:  # odeint(..., args=(k,)): as rcall_kw, keywords by position
+            return _through_moved_keywords(f, n, *moved)
     impl = rule.impl
     if type(impl) is not _FunctionType or impl in _RRULES:
         raise _unsupported(
@@ -151,6 +162,66 @@ def _dispatch(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
         # rcall_kw's pullback ends with the keyword cotangents: none from a rule.
         return _wrapped(out, rule_body_pullback, with_keyword_slot)
     return out, rule_body_pullback
+
+
+def _through_moved_keywords(
+    f: Any, n: int, args: tuple, kwargs: dict, names: tuple
+) -> tuple[Any, Callable]:
+    """A rule's call ``f(*args[:n], **kw)`` made as ``f(*args, **kwargs)``, the keywords
+    that may carry a derivative passed by position (``keywords.keywords_as_positions``;
+    ``names``: the keyword at each position past ``n``, None for a default), as
+    ``rcall_kw`` makes it at first order: their cotangents go back to the keywords."""
+    out, pb = _dispatch(f, args, kwargs)
+
+    def moved_keywords_pullback(ct: Any) -> tuple:
+        f_ct, a_ct, kw_ct = pb(ct)
+        kw = dict(kw_ct)
+        kw.update((k, c) for k, c in zip(names, a_ct[n:]) if k is not None)
+        return f_ct, tuple(a_ct[:n]), kw
+
+    slot = bool(kwargs)  # the inner pullback ends with a dict of keyword cotangents
+    return _wrapped(
+        out, moved_keywords_pullback, lambda inner: keywords_back(inner, n, names, slot)
+    )
+
+
+def keywords_back(pb: Callable, n: int, names: tuple, slot: bool) -> Callable:
+    """The pullback of a call written with keywords, from ``pb``, that of the same call
+    with the keywords ``names`` passed by position after the first ``n`` arguments
+    (``slot``: ``pb``'s result ends with a dict of the other keywords' cotangents)."""
+
+    def keywords_back_pullback(ȳ: Any) -> tuple:
+        return moved_cts(pb(ȳ), n, names, slot)
+
+    return keywords_back_pullback
+
+
+def moved_cts(cts: tuple, n: int, names: tuple, slot: bool) -> tuple:
+    """``(of f, of each of the n positional arguments..., {of each keyword})`` from the
+    cotangents ``cts`` of the call with keywords moved to positions. Linear."""
+    kw = dict(cts[-1]) if slot else {}
+    moved = cts[n + 1 : -1] if slot else cts[n + 1 :]
+    kw.update((k, c) for k, c in zip(names, moved) if k is not None)
+    return (*cts[: n + 1], kw)
+
+
+@rrule.register(moved_cts, config=ADConfig)
+def _(config: Any, cts: tuple, n: int, names: tuple, slot: bool) -> Any:
+    m = len(cts)
+    out = moved_cts(cts, n, names, slot)
+
+    def moved_cts_pullback(ȳ: Any) -> tuple:
+        c = entries(ȳ, n + 2, "a call's cotangents")
+        back = [*c[: n + 1], *([_Z] * (m - n - 1))]
+        for j, k in enumerate(names):
+            if k is not None:
+                back[n + 1 + j] = kw_entry(c[-1], k)
+        if slot:
+            left = {k: kw_entry(c[-1], k) for k in cts[-1] if k not in names}
+            back[-1] = Tangent[dict]._from_backing(left) if left else _Z
+        return (_NO, _tangents_ct(tuple(back)), _NO, _NO, _NO)
+
+    return out, moved_cts_pullback
 
 
 def with_keyword_slot(pb: Callable) -> Callable:
@@ -281,6 +352,29 @@ _STRUCTURAL = (_over_rules._STRUCTURAL - {operator.getitem}) | {
 }
 
 
+def _through_attribute_route(fn: Any, args: tuple, i: int) -> tuple[Any, Callable]:
+    """An attribute read that runs ``fn(*args)`` (``attribute_routes.read_route``), the
+    object at ``args[i]``: ``fn`` differentiated twice, its cotangents given to the
+    object (the name, descriptor and type carry none)."""
+    out, pb = _dispatch(fn, args, None)
+
+    def attribute_route_pullback(ct: Any) -> tuple:
+        _, a_ct, _ = pb(ct)
+        return _NO, (a_ct[i], _Z), {}
+
+    return _wrapped(out, attribute_route_pullback, lambda inner: object_read(inner, i))
+
+
+def object_read(pb: Callable, i: int) -> Callable:
+    """The pullback of ``getattr_(obj, name)`` from ``pb``, that of the code the read
+    runs (``obj`` its ``i``-th argument)."""
+
+    def object_read_pullback(ȳ: Any) -> tuple:
+        return (_NO, pb(ȳ)[1 + i], _NO)
+
+    return object_read_pullback
+
+
 def _through_structural(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
     """A linear helper: its value's cotangent goes through its own pullback, and
     its pullback's cotangent is dropped (what the pullback captured is structure,
@@ -307,14 +401,18 @@ def _through_pure(f: types.FunctionType, args: tuple, kwargs: dict | None) -> tu
         return _plain_calls.reverse_over_reverse(f, args, kwargs, function_name(f))
     n = len(args)
     names = entry.spec.positional
-    if not entry.simple:
+    spec = entry.spec
+    varargs = (
+        spec.vararg is not None and not (spec.kwonly or spec.kwarg or kwargs) and n >= len(names)
+    )
+    if not entry.simple and not varargs:
         raise _unsupported(
             f"reverse over reverse: {function_name(f)} has *args, **kwargs or keyword-only "
             "parameters, which it does not follow",
             f"give {function_name(f)} positional parameters only, or use ad.hessian (forward over "
             "reverse)",
         )
-    full = _positional(f, names, args, kwargs)
+    full = args if varargs else _positional(f, names, args, kwargs)
     if full is None:
         raise _unsupported(
             f"reverse over reverse: the call of {function_name(f)} does not bind its arguments to "
@@ -332,12 +430,45 @@ def _through_pure(f: types.FunctionType, args: tuple, kwargs: dict | None) -> tu
         kw_ct = {k: raw[i] for k, i in zip(keys, where)}
         return _closure_ct(raw[0], own) if closure else _NO, raw[1 : 1 + n], kw_ct
 
+    if varargs:  # the first-order pullback gives ``rest`` one cotangent: spread it
+        return _wrapped(out, pure_pullback, lambda inner: spread(inner, len(names), n))
     if full is args:
         return out, pure_pullback
     # called with keywords or defaults: the first-order pullback as rcall_kw's (or
     # rcall's) of the call as written, from that of the positional call made
     with_kw = kwargs is not None
     return _wrapped(out, pure_pullback, lambda inner: as_written(inner, n, keys, where, with_kw))
+
+
+def spread(pb: Callable, n_pos: int, n: int) -> Callable:
+    """The pullback of a call of ``def f(a, b, *rest)`` with ``n`` positional
+    arguments, from ``pb``, the generated one (one cotangent for ``rest``)."""
+
+    def spread_pullback(ȳ: Any) -> tuple:
+        return spread_cts(pb(ȳ), n_pos, n)
+
+    return spread_pullback
+
+
+def spread_cts(cts: tuple, n_pos: int, n: int) -> tuple:
+    """``(of f, of each argument...)`` from ``(of f, of each named parameter..., of
+    rest)``: the last spread over the ``n - n_pos`` arguments ``rest`` collected. Linear."""
+    head, extra = tuple(cts[: 1 + n_pos]), unthunk(cts[1 + n_pos])
+    if isinstance(extra, AbstractZero):
+        return head + (_Z,) * (n - n_pos)
+    return head + tuple(extra[i] for i in range(n - n_pos))
+
+
+@rrule.register(spread_cts, config=ADConfig)
+def _(config: Any, cts: tuple, n_pos: int, n: int) -> Any:
+    out = spread_cts(cts, n_pos, n)
+
+    def spread_cts_pullback(ȳ: Any) -> tuple:
+        c = entries(ȳ, len(out), "a call's cotangents")
+        back = (*c[: 1 + n_pos], _tangents_ct(tuple(c[1 + n_pos :])))
+        return (_NO, _tangents_ct(back), _NO, _NO)
+
+    return out, spread_cts_pullback
 
 
 def as_written(pb: Callable, n: int, keys: tuple, where: tuple, with_kw: bool) -> Callable:

@@ -322,6 +322,8 @@ def aslist(it: Any) -> list:
 @rrule.register(aslist, config=ADConfig)
 def _(config: Any, it: Any) -> Any:
     np = np_module()
+    if isinstance(it, (str, bytes)):  # characters carry no derivative
+        return list(it), lambda ȳ: (_NO, _NO)
     if not isinstance(it, (list, tuple, range, dict)) and not (
         np is not None and isinstance(it, np.ndarray)
     ):
