@@ -190,3 +190,15 @@ def test_non_differentiable(f, args):
     assert y == f(*args)
     assert pb(1.0) == (NO,) * (len(args) + 1)
     assert frule((None,) + (1.0,) * len(args), f, *args)[1] is NO
+
+
+@pytest.mark.parametrize(
+    "x",
+    [1.5, np.array([1.0, -2.0]), (0.5, np.array([[1.0, 2.0]])), [2.0, np.array([3.0])]],
+    ids=["float", "array", "tuple", "list"],
+)
+def test_deepcopy_is_the_identity_on_its_structure(x):
+    import copy
+
+    test_rrule(copy.deepcopy, x, **F64)
+    test_frule(copy.deepcopy, x, **F64)

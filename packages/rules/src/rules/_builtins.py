@@ -14,6 +14,9 @@
   is the iterator Python returns, and its cotangent is the sequence of the
   cotangents of the items it yielded (shorter if the loop stopped early), which
   the pullback transposes back onto the inputs.
+* ``copy.deepcopy(x)``: a copy of the same structure, so its derivative is the
+  identity, structure for structure (arrays copied included; a ``memo`` gets
+  no tangent).
 * ``len``, ``range``, ``isinstance``, ``round``, ``int``, ``bool``, ``hash``,
   ``id``, ``type``, ``str``, ``repr`` ... are non-differentiable.
 """
@@ -21,6 +24,7 @@
 from __future__ import annotations
 
 import builtins
+import copy
 import numbers
 import operator
 from collections.abc import KeysView, Mapping
@@ -362,3 +366,19 @@ non_differentiable(builtins.float, str)
 non_differentiable(builtins.round, Num)
 non_differentiable(builtins.round, Num, numbers.Integral | None)
 non_differentiable(builtins.complex, str)
+
+
+@rrule.register(copy.deepcopy)
+def _(x: Any, *memo: Any) -> Any:
+    y = copy.deepcopy(x, *memo)
+
+    def deepcopy_pullback(ȳ: Any) -> tuple:
+        return (_NO, ȳ, *(_NO for _ in memo))
+
+    return y, deepcopy_pullback
+
+
+@frule.register(copy.deepcopy)
+def _(ṡ: Any, *args: Any) -> Any:
+    n = len(args) // 2
+    return copy.deepcopy(*args[n:]), args[0]

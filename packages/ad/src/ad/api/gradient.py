@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import numbers
@@ -22,7 +23,7 @@ from ad.runtime.single_use import handoff, new_token
 from ad.runtime.state import deep, follow
 from ad.runtime.state import scope as state_scope
 from ad.runtime.tracebacks import entry_point, hide_internals
-from rulescore import DuckArray, ZeroTangent, rrule
+from rulescore import DuckArray, Tangent, ZeroTangent, rrule
 
 __all__ = ["code_adjoint", "gradient", "pullback", "user_results", "withgradient"]
 
@@ -342,8 +343,8 @@ def gradient(f: Callable, /, *args: Any, **kwargs: Any) -> tuple | Grads:
 @entry_point
 def withgradient(f: Callable, /, *args: Any, **kwargs: Any) -> WithGradient:
     """``(val=f(*args, **kwargs), grad=gradient)``. When ``f`` returns a tuple, the
-    first element is differentiated (the rest are auxiliary outputs); for a dict,
-    the first value. Keyword arguments are passed to ``f``, not differentiated.
+    first element is differentiated (the rest are auxiliary outputs); for a
+    namedtuple or dataclass, the first field; for a dict, the first value. Keyword arguments are passed to ``f``, not differentiated.
 
     >>> withgradient(lambda x: (x * x, "aux"), 3.0)
     WithGradient(val=(9.0, 'aux'), grad=(6.0,))
@@ -398,14 +399,19 @@ def _withgradient_deep(
     seed: Any = _SEEDS.get(y.__class__)
     if seed is not None:  # a float loss: the usual case
         return y, user_results(_call_once(pb, seed), args)
-    if novalue and isinstance(y, (tuple, dict)) and not hasattr(y, "_fields"):
+    fields = _record_fields(y)
+    if novalue and (isinstance(y, (tuple, dict)) or fields):
+        size = f" of {len(y)}" if isinstance(y, (tuple, dict)) else ""
         raise NonScalarOutputError(
             f"gradient({getattr(f, '__name__', f)!s}, ...) needs the function to return a real "
-            f"number, got a {type(y).__name__} of {len(y)}.\nTo fix: return the loss alone, or "
-            "use ad.withgradient, which differentiates a tuple's first element (a dict's "
-            "first value) and returns the rest as auxiliary outputs."
+            f"number, got a {type(y).__name__}{size}.\nTo fix: return the loss alone, or "
+            "use ad.withgradient, which differentiates a tuple's first element (a "
+            "namedtuple's or dataclass's first field, a dict's first value) and returns "
+            "the rest as auxiliary outputs."
         )
-    if isinstance(y, tuple) and not hasattr(y, "_fields"):
+    if fields:  # a namedtuple or dataclass: its first field, as a tuple's first element
+        seed = Tangent[type(y)]._from_backing({fields[0]: _seed(getattr(y, fields[0]), f)})  # type: ignore[misc]
+    elif isinstance(y, tuple):
         if not y:
             raise NonScalarOutputError("withgradient: the function returned an empty tuple")
         seed = (_seed(y[0], f), *([ZeroTangent()] * (len(y) - 1)))
@@ -417,6 +423,16 @@ def _withgradient_deep(
     else:
         seed = _seed(y, f)
     return y, user_results(_call_once(pb, seed), args, seed)
+
+
+def _record_fields(y: Any) -> tuple[str, ...]:
+    """The fields of a namedtuple or dataclass instance ``y`` (``()`` for anything
+    else): ``withgradient`` differentiates the first, as a tuple's first element."""
+    if isinstance(y, tuple):
+        return tuple(getattr(type(y), "_fields", ()))
+    if dataclasses.is_dataclass(y) and not isinstance(y, type):
+        return tuple(fl.name for fl in dataclasses.fields(y))
+    return ()
 
 
 def _call_once(pb: Callable, seed: Any) -> Any:

@@ -58,7 +58,7 @@ from ad.runtime.plain_checks import (
     _Snapshot,
     _what,
 )
-from ad.runtime.tangents import tan_list, tan_tuple
+from ad.runtime.plain_routes import RECEIVER, route_cotangents, route_of, route_tangent
 from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, unthunk
 
 __all__ = [
@@ -89,10 +89,13 @@ def run(
     name: str,
     forward: bool,
     as_init: int = 0,
+    carried: bool = False,
 ) -> tuple[Any, Route]:
     """Call ``f(*args, **kwargs)`` as plain Python; return its value and the route of
     its derivative, or raise ``NoRuleError``. ``as_init``: ``f`` is an ``__init__``
-    (or a setter) whose output is its ``as_init``-th positional argument."""
+    (or a setter) whose output is its ``as_init``-th positional argument.
+    ``carried``: an int input carries a tangent (forward mode, ``ints_carry``), so
+    the inputs are not all free of derivatives."""
     for v in _inputs(args, kwargs, None):
         if _user_callable(v) or (type(v) in (list, tuple) and any(map(_user_callable, v))):
             raise _error(
@@ -144,87 +147,72 @@ def run(
             )
     if as_init:
         return y, as_init - 1
+    # A result that is an input, or is built of inputs' objects, carries their
+    # derivative, whatever its type: an int argument passed through (copy.copy(2))
+    # is a real number, as everywhere else (ProjectTo).
+    route = None
+    if not derivative_free(y) or _holds_int(y):
+        route = route_of(y, args, kwargs, receiver)
+    if route is not None:
+        return y, route
     # The inputs as they were before the call: one it emptied (d.pop(k), the only
     # item) carried the derivative that its result (the item) may carry on.
-    if derivative_free(y) or snapshot.all_free_before(inputs):
+    if derivative_free(y) or (snapshot.all_free_before(inputs) and not carried):
         return y, None
-    route = _identity_route(y, args, kwargs)
-    if route is None:
-        raise _error(
-            name,
-            forward,
-            f"its result ({_describe(y)}) may carry the derivative of its arguments, "
-            "and plain Python does not compute it",
-            _container_fix(f, receiver),
-        )
-    return y, route
+    raise _error(
+        name,
+        forward,
+        f"its result ({_describe(y)}) may carry the derivative of its arguments, "
+        "and plain Python does not compute it",
+        _container_fix(f, receiver),
+    )
 
 
-def _identity_route(y: Any, args: tuple, kwargs: dict | None) -> Route:
-    """The route of a result that is one of the arguments (or a tuple or list of
-    those and of derivative-free values), else None. An object passed twice is
-    ambiguous: no route."""
-    key = _key_of(y, args, kwargs)
-    if key is not None:
-        return key
-    if type(y) is tuple or type(y) is list:
-        keys = []
-        for e in y:
-            k = _key_of(e, args, kwargs)
-            if k is None and not derivative_free(e):
-                return None
-            keys.append(k)
-        if any(k is not None for k in keys):
-            return (type(y), tuple(keys))
-    return None
+def ints_carry(ts: tuple, args: tuple, kw_ts: dict | None, kwargs: dict | None) -> bool:
+    """Whether an int argument has a non-zero tangent (``ts = (ḟ, ẋ1, ...)``): ints
+    are real numbers, and one that carries a tangent makes a result not
+    derivative-free only because its inputs look so."""
+    pairs = list(zip(args, ts[1:]))
+    if kwargs and kw_ts:
+        pairs += [(v, kw_ts.get(k, _Z)) for k, v in kwargs.items()]
+    return any(type(a) is int and not isinstance(unthunk(t), AbstractZero) for a, t in pairs)
 
 
-def _key_of(v: Any, args: tuple, kwargs: dict | None) -> Any:
-    found = [i for i, a in enumerate(args) if a is v]
-    if kwargs:
-        found += [k for k, a in kwargs.items() if a is v]
-    return found[0] if len(found) == 1 else None
+def _holds_int(y: Any) -> bool:
+    """An int, or a list or tuple holding one: it may be an input passed through."""
+    t = type(y)
+    if t is int:
+        return True
+    return (t is list or t is tuple) and any(type(e) is int for e in y)
 
 
 # --- derivatives along a route ----------------------------------------------------------
 
 
 def _route_cotangents(route: Route, ȳ: Any, n: int, kwnames: Any) -> tuple[list, dict]:
-    """Per positional argument and per keyword, the cotangents ``route`` sends ``ȳ`` to."""
-    cts: list[Any] = [_Z] * n
-    kw: dict[str, Any] = {k: _Z for k in kwnames}
-    if route is None:
-        return cts, kw
-    ȳ = unthunk(ȳ)
-    if isinstance(ȳ, AbstractZero):
-        return cts, kw
-    if type(route) is tuple:
-        from ad.runtime.cotangents import entries
-
-        keys = route[1]
-        pairs = zip(keys, entries(ȳ, len(keys), f"a {route[0].__name__} result"))
-    else:
-        pairs = iter([(route, ȳ)])
-    from ad.runtime.accumulate import acc
-
-    for key, c in pairs:
-        if key is None or isinstance(c, AbstractZero):
-            continue
-        if type(key) is int:
-            cts[key] = c if isinstance(cts[key], AbstractZero) else acc(cts[key], c)
-        else:
-            kw[key] = c if isinstance(kw[key], AbstractZero) else acc(kw[key], c)
+    """Per positional argument and per keyword, the cotangents ``route`` sends ``ȳ``
+    to (a Python function's call: no receiver)."""
+    _, cts, kw = route_cotangents(route, ȳ, n, kwnames)
     return cts, kw
 
 
 def _route_tangent(route: Route, tangent_of: Callable[[Any], Any]) -> Any:
-    """The tangent of a result along ``route``; ``tangent_of(key)`` is an argument's."""
-    if route is None:
-        return _Z
-    if type(route) is not tuple:
-        return tangent_of(route)
-    ts = [_NO if k is None else tangent_of(k) for k in route[1]]
-    return tan_list(*ts) if route[0] is list else tan_tuple(*ts)
+    """The tangent of a result along ``route``; ``tangent_of(key)`` is an input's."""
+    return route_tangent(route, tangent_of)
+
+
+def _call_tangent(ts: tuple, kw_ts: dict | None) -> Callable[[Any], Any]:
+    """``tangent_of`` for a call with tangents ``ts = (ḟ, ẋ1, ...)``: a bound
+    method's tangent is its receiver's."""
+
+    def tangent_of(k: Any) -> Any:
+        if type(k) is int:
+            return ts[1 + k]
+        if k is RECEIVER:
+            return ts[0]
+        return kw_ts.get(k, _Z) if kw_ts else _Z
+
+    return tangent_of
 
 
 def _plain_pullback(route: Route, n: int, kwargs: dict | None) -> Callable:
@@ -232,10 +220,10 @@ def _plain_pullback(route: Route, n: int, kwargs: dict | None) -> Callable:
     a dict of keyword cotangents when called with keywords."""
 
     def plain_pullback(ȳ: Any) -> tuple:
-        cts, kw = _route_cotangents(route, ȳ, n, kwargs or ())
+        f_ct, cts, kw = route_cotangents(route, ȳ, n, kwargs or ())
         if kwargs is None:
-            return (_NO, *cts)
-        return (_NO, *cts, kw)
+            return (f_ct, *cts)
+        return (f_ct, *cts, kw)
 
     return plain_pullback
 
@@ -252,8 +240,8 @@ def forward_call(
     f: Any, ts: tuple, args: tuple, kwargs: dict | None, kw_ts: dict | None, name: str
 ) -> tuple[Any, Any]:
     """``(y, ẏ)`` for a call of library code in forward mode (``ts = (ḟ, ẋ1, ...)``)."""
-    y, route = run(f, args, kwargs, name, True)
-    return y, _route_tangent(route, lambda k: ts[1 + k] if type(k) is int else kw_ts.get(k, _Z))
+    y, route = run(f, args, kwargs, name, True, 0, ints_carry(ts, args, kw_ts, kwargs))
+    return y, route_tangent(route, _call_tangent(ts, kw_ts))
 
 
 # --- second order -----------------------------------------------------------------------
@@ -266,21 +254,19 @@ def reverse_over_forward(
     with the pullback of ``ad.higher.reverse_over_generated._pushforward_call``:
     ``(∂f, ∂ts, ∂args, ∂kwargs, ∂kw_ts)``. Along a route, ``y`` and ``ẏ`` are
     linear in the routed argument and its tangent; elsewhere constant."""
-    y, route = run(f, args, kwargs or None, name, True, as_init)
+    carried = ints_carry(ts, args, kw_ts, kwargs)
+    y, route = run(f, args, kwargs or None, name, True, as_init, carried)
 
-    def tangent_of(k: Any) -> Any:
-        return ts[1 + k] if type(k) is int else kw_ts.get(k, _Z)
-
-    ẏ = _route_tangent(route, tangent_of)
+    ẏ = route_tangent(route, _call_tangent(ts, kw_ts))
     n = len(args)
 
     def plain_pushforward_pullback(ct: Any) -> tuple:
         from ad.runtime.cotangents import entries
 
         ȳ, ẏ̄ = entries(ct, 2, "the (value, tangent) pair of a forward-mode call")
-        a_ct, kw_ct = _route_cotangents(route, ȳ, n, kwargs)
-        t_ct, kw_t_ct = _route_cotangents(route, ẏ̄, n, kwargs)
-        return _NO, (_NO, *t_ct), tuple(a_ct), kw_ct, kw_t_ct
+        f_ct, a_ct, kw_ct = route_cotangents(route, ȳ, n, kwargs)
+        ḟ_ct, t_ct, kw_t_ct = route_cotangents(route, ẏ̄, n, kwargs)
+        return f_ct, (ḟ_ct, *t_ct), tuple(a_ct), kw_ct, kw_t_ct
 
     return (y, ẏ), plain_pushforward_pullback
 
@@ -314,7 +300,7 @@ def reverse_over_reverse(
         from ad.runtime.cotangents import entries
 
         ȳ, _ = entries(ct, 2, "the (value, pullback) pair of a call")
-        cts, kw = _route_cotangents(route, ȳ, n, kwargs or ())
-        return _NO, tuple(cts), kw
+        f_ct, cts, kw = route_cotangents(route, ȳ, n, kwargs or ())
+        return f_ct, tuple(cts), kw
 
     return (y, pullback), plain_call_pullback
