@@ -274,8 +274,9 @@ def test_a_list_returned_after_appends_keeps_the_callers_seed():
 
 
 def _count_splits(monkeypatch):
-    """The lengths of the list cotangents the append rule splits whole."""
-    import ad.runtime.rules_item_writes as objects
+    """The lengths of the list cotangents the append rule splits whole (copies:
+    ``writable_entries`` calls ``entries`` only when it cannot write in place)."""
+    import ad.runtime.cotangents as objects
 
     whole = []
     entries = objects.entries

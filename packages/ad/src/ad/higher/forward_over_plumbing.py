@@ -18,6 +18,7 @@ from typing import Any
 from ad.higher.forward_over_forward import forward_over_fcall
 from ad.higher.unfold import BINARY, SELF, split_ts, unfold_fcall, zero
 from ad.runtime import accumulate as _accumulate
+from ad.runtime import cotangents as _cotangents
 from ad.runtime import forward as _forward
 from ad.runtime import forward_arithmetic as _forward_fast
 from ad.runtime import rules_objects as _rules_objects
@@ -134,6 +135,30 @@ def _(config: Any, ṡ: Any, ṅ: Any, ċ: Any, names: tuple, cts: tuple) -> Any
 @frule.register(field_ct, config=ADConfig)
 def _(config: Any, ṡ: Any, ṫo: Any, ṅ: Any, t: Any, name: str) -> Any:
     return field_ct(t, name), (_Z if _zero(ṫo) else field_ct(ṫo, name))
+
+
+def _take_frule(take: Callable, nargs: int) -> Callable:
+    """``take_entry``, ``take_tail``, ``take_key`` (an item write's pullback taking
+    entries out of a container's cotangent) are linear: their tangent is the same
+    dismantling of the tangent. Neither is ever written in place here."""
+
+    def take_frule(config: Any, ṡ: Any, *rest: Any) -> Any:
+        ts, args = rest[: len(rest) // 2], rest[len(rest) // 2 :][:nargs]
+        y = take(*args, False)
+        ẏ = unthunk(ts[0])
+        if _zero(ẏ):
+            return y, _Z
+        ṙest, v̇ = take(ẏ, *args[1:], False)
+        if take is _cotangents.take_tail:
+            v̇ = _forward.tan_list(*v̇)  # the tangent of the list of entries added
+        return y, _forward.tan_tuple(ṙest, v̇)
+
+    return take_frule
+
+
+frule.register(_cotangents.take_entry, config=ADConfig)(_take_frule(_cotangents.take_entry, 3))
+frule.register(_cotangents.take_tail, config=ADConfig)(_take_frule(_cotangents.take_tail, 3))
+frule.register(_cotangents.take_key, config=ADConfig)(_take_frule(_cotangents.take_key, 2))
 
 
 # --- thunks and sums of tangents: a thunk stands for its value ---------------------------

@@ -4,7 +4,8 @@ Reverse over reverse (``reverse_over_reverse``) differentiates the generated
 adjoint and the rules' pullbacks as source. Besides the pullbacks, they call
 the adjoint's own plumbing: ``acc`` and the structured cotangent builders
 (``tuple_ct``, ``fn_tangent``, ``field_ct``, ``kw_ct``, an entry of a
-``Tangent``), which get linear ``rrule``s here; thunks, evaluated where they
+``Tangent``) and dismantlers (``take_entry``, ``take_tail``, ``take_key``: an item
+write's, which write in place where they may), which get linear ``rrule``s here; thunks, evaluated where they
 are made (a thunk is its value); projectors, linear and self-adjoint; and
 reads of a tangent's backing (a tangent's cotangent is a tangent of the same
 kind, so the read is linear and its cotangent is rebuilt the same way).
@@ -19,6 +20,7 @@ from typing import Any
 
 from ad.higher.cotangent_parts import _is_zero, _tangents_ct
 from ad.runtime import accumulate as _accumulate
+from ad.runtime import cotangents as _cotangents
 from ad.runtime import rules_objects as _rules_objects
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import entries
@@ -67,6 +69,64 @@ def _(config: Any, *cts: Any) -> Any:
         return (_NO, *entries(ȳ, n, "a tuple cotangent"))
 
     return cts, tuple_ct_pullback
+
+
+def _like(ȳ: Any, es: list) -> Any:
+    """The entries ``es`` as a cotangent of the list cotangent ``ȳ``: of its kind (a
+    tangent's cotangent is a tangent of the same kind), zero when they all are."""
+    if all(_is_zero(e) for e in es):
+        return _Z
+    return es if type(ȳ) is list else Tangent[list]._from_backing(es)  # type: ignore[misc]
+
+
+@rrule.register(_cotangents.take_entry, config=ADConfig)
+def _(config: Any, ȳ: Any, n: int, key: int, *mine: bool) -> Any:
+    y = _cotangents.take_entry(ȳ, n, key, False)  # never in place: ȳ is a primal here
+
+    def take_entry_pullback(d: Any) -> tuple:
+        d_rest, d_v = entries(d, 2, "take_entry's output")
+        es = list(entries(d_rest, n, "a list"))
+        es[key] = unthunk(d_v)
+        return (_NO, _like(ȳ, es), _NO, _NO, *(_NO for _ in mine))
+
+    return y, take_entry_pullback
+
+
+@rrule.register(_cotangents.take_tail, config=ADConfig)
+def _(config: Any, ȳ: Any, n: int, m: int, *mine: bool) -> Any:
+    y = _cotangents.take_tail(ȳ, n, m, False)
+
+    def take_tail_pullback(d: Any) -> tuple:
+        d_rest, d_tail = entries(d, 2, "take_tail's output")
+        # (an empty list's part is the constant zero, whatever reaches it)
+        head = entries(d_rest, n, "a list") if n else ()
+        es = [*head, *entries(d_tail, m, "a list")]
+        return (_NO, _like(ȳ, es), _NO, _NO, *(_NO for _ in mine))
+
+    return y, take_tail_pullback
+
+
+@rrule.register(_cotangents.take_key, config=ADConfig)
+def _(config: Any, ȳ: Any, key: Any, *mine: bool) -> Any:
+    y = _cotangents.take_key(ȳ, key, False)
+    kind = type(unthunk(ȳ))
+
+    def take_key_pullback(d: Any) -> tuple:
+        d_rest, d_v = entries(d, 2, "take_key's output")
+        b = dict(_fields(d_rest))
+        d_v = unthunk(d_v)
+        if not _is_zero(d_v):
+            b[key] = d_v
+        if not b:
+            return (_NO, _Z, _NO, *(_NO for _ in mine))
+        ct = (
+            b
+            if kind is dict
+            else (kind if kind._kind == "mapping" else Tangent[dict])._from_backing(b)
+        )
+        return (_NO, ct, _NO, *(_NO for _ in mine))
+
+    return y, take_key_pullback
 
 
 def _fields(t: Any) -> dict:

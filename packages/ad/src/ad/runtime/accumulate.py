@@ -19,6 +19,7 @@ from rulescore import (
 )
 
 _Z = ZeroTangent()
+_LIST_TANGENT = Tangent[list]  # type: ignore[type-arg]
 _float = float
 _InplaceableThunk = InplaceableThunk
 _NotImplementedTangent = NotImplementedTangent
@@ -69,6 +70,19 @@ def acc(a: Any, b: Any) -> Any:
         if isinstance(b, AbstractThunk):
             b = b.unthunk()
         return a + b
+    if ta is list and type(b) is _InplaceableThunk and _getrefcount(a) <= 3:
+        # a list's cotangent the caller alone holds (an item write's pullback handed
+        # it back) plus one entry's: written into that entry
+        return b.add_fn(_LIST_TANGENT._from_backing(a))
+    if ta is dict and _getrefcount(a) <= 3:
+        # a dict's cotangent the caller alone holds, plus a dict's: added into it
+        if isinstance(b, AbstractThunk):
+            b = b.unthunk()
+        bb = b._backing if isinstance(b, Tangent) else b
+        if type(bb) is dict:
+            for k, v in bb.items():
+                a[k] = acc(a[k], v) if k in a else v
+            return a
     if isinstance(a, Tangent) and ta._kind != "positional":
         # a dict's or an object's, read entry by entry or field by field
         if isinstance(b, AbstractThunk):

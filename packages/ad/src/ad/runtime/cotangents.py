@@ -8,12 +8,25 @@ from typing import Any
 
 from ad.errors import CotangentShapeError
 from ad.transform.holders import stateful
+from rules.extension import getrefcount as _getrefcount  # sys.getrefcount where calibrated
 from rulescore import AbstractZero, NoTangent, NotImplementedTangent, Tangent, ZeroTangent, unthunk
 
 _Z = ZeroTangent()
 _NO = NoTangent()
+_LIST_TANGENT = Tangent[list]  # type: ignore[type-arg]
+_DICT_TANGENT = Tangent[dict]  # type: ignore[type-arg]
 
-__all__ = ["entries", "from_list_ct", "from_user", "instance_fields", "np_module", "zero_like"]
+__all__ = [
+    "entries",
+    "from_list_ct",
+    "from_user",
+    "instance_fields",
+    "np_module",
+    "take_entry",
+    "take_key",
+    "take_tail",
+    "zero_like",
+]
 
 
 def np_module() -> Any:
@@ -37,6 +50,103 @@ def entries(ȳ: Any, n: int, what: str) -> tuple:
             f"{f' of length {len(ȳ)}' if hasattr(ȳ, '__len__') else ''}"
         )
     return tuple(ȳ)
+
+
+def take_entry(ȳ: Any, n: int, key: int, mine: bool = True) -> tuple[Any, Any]:
+    """``xs[key] = v`` undone on cotangents: from ``ȳ``, the cotangent of the list
+    (``n`` entries) after the write, the list's before it (entry ``key`` zero)
+    and ``v``'s.
+
+    Copying ``ȳ`` would make a loop of ``n`` writes cost ``n**2``: ``ȳ`` is written
+    in place when ``mine`` and the adjoint's variable and the pullback calling
+    this alone hold it (CPython's reference count, as ``acc`` reads it for
+    arrays); otherwise its entries are copied into a list-backed
+    ``Tangent[list]``, which the caller then owns and into which later reads add
+    in place (``acc``). Differentiated again (second order), this is a linear map
+    with rules of its own (``ad.higher``) that never write in place.
+
+    >>> take_entry(Tangent[tuple](1.0, 2.0), 2, 0)
+    (Tangent[list](ZeroTangent(), 2.0), 1.0)
+    """
+    if isinstance(ȳ, AbstractZero):
+        return ȳ, _Z
+    # refs to ȳ: the adjoint's variable, the pullback's parameter, this parameter,
+    # _list_entries' and getrefcount's argument
+    ct, es = _list_entries(ȳ, n, 5 if mine else 0)
+    v = es[key]
+    es[key] = _Z
+    return ct, v
+
+
+def take_tail(ȳ: Any, n: int, m: int, mine: bool = True) -> tuple[Any, list]:
+    """``xs.append(v)`` (``m`` = 1) or ``xs += ys`` (``m`` entries) undone on
+    cotangents: from ``ȳ``, the cotangent of the list after (``n + m`` entries), the
+    list's before (zero if it was empty) and the list of the ``m`` entries added;
+    in place as ``take_entry``.
+
+    >>> take_tail([1.0, 2.0, 3.0], 2, 1)
+    ([1.0, 2.0], [3.0])
+    """
+    if isinstance(ȳ, AbstractZero):
+        return ȳ, [_Z] * m
+    ct, es = _list_entries(ȳ, n + m, 5 if mine else 0)  # refs: as in take_entry
+    tail = es[n:]
+    del es[n:]
+    return (ct if n else _Z), tail
+
+
+def take_key(ȳ: Any, key: Any, mine: bool = True) -> tuple[Any, Any]:
+    """``d[key] = v`` undone on cotangents: from ``ȳ``, the cotangent of the dict
+    after the write, the dict's before it (no entry ``key``; zero if none is
+    left) and ``v``'s; in place as ``take_entry``.
+
+    >>> take_key({"a": 1.0, "b": 2.0}, "a")
+    ({'b': 2.0}, 1.0)
+    """
+    if isinstance(ȳ, AbstractZero):
+        return ȳ, _Z
+    ct, b = _mapping_entries(ȳ, 5 if mine else 0)  # refs: as in take_entry
+    if key not in b:
+        return (ct if b else _Z), _Z
+    v = b[key]
+    del b[key]
+    return (ct if b else _Z), v
+
+
+def _list_entries(ȳ: Any, n: int, limit: int) -> tuple[Any, list]:
+    """A list's cotangent ``ȳ`` of ``n`` entries and its list of entries: ``ȳ``'s own
+    when at most ``limit`` references hold ``ȳ`` and ``ȳ`` alone holds its list
+    (a thunk's value never: the thunk's cache may hold it), else a copy."""
+    t = type(ȳ)
+    if t is list:
+        if len(ȳ) == n and _getrefcount(ȳ) <= limit:
+            return ȳ, ȳ
+    elif t is _LIST_TANGENT:
+        b = ȳ._backing
+        # refs to b: ȳ's slot, ``b``, getrefcount's argument
+        if type(b) is list and len(b) == n and _getrefcount(ȳ) <= limit and _getrefcount(b) <= 3:
+            return ȳ, b
+    b = list(entries(ȳ, n, "a list"))
+    return _LIST_TANGENT._from_backing(b), b
+
+
+def _mapping_entries(ȳ: Any, limit: int) -> tuple[Any, dict]:
+    """A dict's cotangent ``ȳ`` and its dict of entries: ``ȳ``'s own when at most
+    ``limit`` references hold it (as ``_list_entries``), else a copy."""
+    t = type(ȳ)
+    if t is dict:
+        if _getrefcount(ȳ) <= limit:
+            return ȳ, ȳ
+    elif isinstance(ȳ, Tangent):
+        b = ȳ._backing
+        if type(b) is dict and _getrefcount(ȳ) <= limit and _getrefcount(b) <= 3:
+            return ȳ, b
+    ȳ = unthunk(ȳ)
+    if isinstance(ȳ, Tangent):
+        b = dict(ȳ._backing)
+        return type(ȳ)._from_backing(b), b
+    b = dict(ȳ)
+    return b, b
 
 
 def _is_array(ȳ: Any) -> bool:

@@ -16,13 +16,18 @@ from typing import Any
 from ad.errors import MutationError
 from ad.runtime import reverse as _runtime
 from ad.runtime.config import ADConfig
-from ad.runtime.cotangents import entries, from_list_ct, np_module
+from ad.runtime.cotangents import (
+    from_list_ct,
+    np_module,
+    take_entry,
+    take_key,
+    take_tail,
+)
 from ad.runtime.dunders import defines_inplace, overriding
 from ad.runtime.rules_objects import _follow_rule
 from ad.runtime.state import item_key, item_write_pullback, keep_stateful, tracked
-from rules.extension import getrefcount as _getrefcount
 from rules.extension import unbroadcast
-from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, rrule, unthunk
+from rulescore import AbstractZero, NoTangent, ZeroTangent, rrule, unthunk
 
 __all__ = [
     "append",
@@ -68,25 +73,18 @@ def _(config: Any, obj: Any, key: Any, value: Any) -> Any:
             raise TypeError("slice assignment into a list is not differentiable; build a new list")
 
         def list_setitem_pullback(ȳ: Any) -> tuple:
-            cts = list(entries(ȳ, n, "a list"))
-            v = cts[key]
-            cts[key] = _Z
-            return (_NO, cts, _NO, v)
+            # the entry written, taken out of the list's cotangent in place where
+            # that is ours: a loop of n writes costs n, not n**2
+            rest, v = take_entry(ȳ, n, key)
+            return (_NO, rest, _NO, v)
 
         return obj, list_setitem_pullback
     if isinstance(obj, dict):
         obj[key] = value
 
         def dict_setitem_pullback(ȳ: Any) -> tuple:
-            ȳ = unthunk(ȳ)
-            if isinstance(ȳ, AbstractZero):
-                return (_NO, ȳ, _NO, _Z)
-            b = ȳ._backing if isinstance(ȳ, Tangent) else ȳ
-            # reads and a comprehension, not dict.pop (C code writing its receiver):
-            # this body is differentiated again at reverse over reverse
-            v = b[key] if key in b else _Z
-            rest = {k: c for k, c in b.items() if k != key}
-            return (_NO, rest or _Z, _NO, v)
+            rest, v = take_key(ȳ, key)  # in place where ours, as for a list above
+            return (_NO, rest, _NO, v)
 
         return obj, dict_setitem_pullback
     raise TypeError(
@@ -152,17 +150,10 @@ def _(config: Any, lst: list, value: Any) -> Any:
         return lst, item_write_pullback(p, lst, n, n, append=True)
 
     def append_pullback(ȳ: Any) -> tuple:
-        ȳ = unthunk(ȳ)
-        if isinstance(ȳ, AbstractZero):
-            return (_NO, ȳ, _Z)
-        # refs: the adjoint's variable, this parameter, getrefcount's argument. A list
-        # cotangent only they hold gives up its last entry in place: a loop of appends
-        # costs each append, not the list's length
-        if type(ȳ) is list and len(ȳ) == n + 1 and _getrefcount(ȳ) <= 3:
-            v̄ = ȳ.pop()
-            return (_NO, ȳ if n else _Z, v̄)
-        cts = entries(ȳ, n + 1, "a list")
-        return (_NO, list(cts[:n]) if n else _Z, cts[n])
+        # the list's cotangent gives up its last entry, in place where it is ours:
+        # a loop of appends costs each append, not the list's length
+        rest, tail = take_tail(ȳ, n, 1)
+        return (_NO, rest, tail[0])
 
     return lst, append_pullback
 
@@ -219,8 +210,10 @@ def inplace_helper(op: str) -> Callable:
             m = len(x) - n
 
             def extend_pullback(ȳ: Any) -> tuple:
-                cts = entries(ȳ, n + m, "a list")
-                return (_NO, list(cts[:n]) if n else _Z, from_list_ct(y, list(cts[n:])))
+                # the entries added, taken off the list's cotangent (in place where
+                # it is ours, as for an append)
+                rest, tail = take_tail(ȳ, n, m)
+                return (_NO, rest, from_list_ct(y, tail))
 
             return x, extend_pullback
         z, pb = _runtime.rcall(inplace if defines_inplace(inplace, x) else outofplace, x, y)
