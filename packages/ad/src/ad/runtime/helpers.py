@@ -39,7 +39,7 @@ from ad.runtime.rules_containers import (
     unpack,
     unpack_star,
 )
-from ad.runtime.rules_deletes import delitem
+from ad.runtime.rules_deletes import delitem, last_key
 from ad.runtime.rules_item_writes import append, inplace_fast, inplace_helper, setitem
 from ad.runtime.rules_objects import (
     follow_after,
@@ -97,6 +97,7 @@ HELPERS: dict[str, Any] = {
     "_ad_in_place": in_place,
     "_ad_append": append,
     "_ad_delitem": delitem,
+    "_ad_last_key": last_key,
     "_ad_next": _rules_iteration.next_of,
     "_ad_next_or": _rules_iteration.next_or,
     "_ad_follow": follow,

@@ -33,9 +33,18 @@ from ad.runtime.state import (
 )
 from ad.runtime.tangents import entries as tangent_entries
 from ad.runtime.tangents import is_zero, tan_list
-from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, frule, rrule, unthunk
+from rulescore import (
+    AbstractZero,
+    NoTangent,
+    Tangent,
+    ZeroTangent,
+    frule,
+    non_differentiable,
+    rrule,
+    unthunk,
+)
 
-__all__ = ["deleted_tangent", "delitem", "kept_positions"]
+__all__ = ["deleted_tangent", "delitem", "kept_positions", "last_key"]
 
 _Z = ZeroTangent()
 _NO = NoTangent()
@@ -45,6 +54,17 @@ def delitem(obj: Any, key: Any) -> Any:
     """``del obj[key]``, returning ``obj`` (the write's rebinding)."""
     del obj[key]
     return obj
+
+
+def last_key(d: Any) -> Any:
+    """The key ``d.popitem()`` takes: the last inserted (``KeyError`` as
+    ``popitem``'s when ``d`` is empty)."""
+    for k in reversed(d):
+        return k
+    raise KeyError("popitem(): dictionary is empty")
+
+
+non_differentiable(last_key)
 
 
 def kept_positions(n: int, key: Any) -> list[int]:

@@ -429,7 +429,7 @@ def nested_write_refused(site: str) -> MutationError:
     would not see the write."""
     return MutationError(
         f"{site}: a write into a container read out of another object or container "
-        "(a.b[i] = v, a[i][j] = v) is followed by identity, which nested (higher-order) "
+        "(a.b[i] = v, a[i][j] = v, a.b.pop()) is followed by identity, which nested (higher-order) "
         "differentiation does not do.\n"
         "To fix: take this derivative at first order (ad.gradient, ad.jvp), or compute "
         "the value without writing into the container (no cache) for higher orders."

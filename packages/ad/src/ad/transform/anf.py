@@ -21,7 +21,9 @@ attribute reads become ``_ad_getattr(obj, "name")`` and subscripts
 container: ``d[k] = v`` becomes ``d = _ad_setitem(d, k, v)``; ``o.a = v``
 becomes ``o = _ad_setattr(o, "a", v)``; ``x += y`` becomes
 ``x = _ad_iop_add(x, y)``; ``lst.append(v)`` becomes ``lst = _ad_append(lst, v)``;
-``del a[i]`` becomes ``a = _ad_delitem(a, i)``.
+``del a[i]`` becomes ``a = _ad_delitem(a, i)``; ``xs.pop()``, ``d.setdefault(k, v)``
+and the other methods that write a list or dict are spelled as item reads and
+writes, wherever they stand (``container_methods``).
 Conditional expressions and ``and``/``or`` used as values become ``if``
 statements; a walrus ``(x := v)`` becomes ``x = v`` where Python evaluates it.
 Line numbers of the source statement are kept on every output statement, and
@@ -182,6 +184,8 @@ class _Normalizer(Expressions, ControlForms):
         elif isinstance(s, ast.Expr):
             if isinstance(s.value, ast.Constant):
                 return  # docstring or bare constant
+            if self.container_call(s.value, out, bind=False) is not None:
+                return  # xs.pop(), its value unused
             if _is_append(s.value) and self.local_root(s.value.func.value):  # type: ignore[attr-defined]
                 call = s.value
                 receiver = call.func.value  # type: ignore[attr-defined]
@@ -328,19 +332,24 @@ def _set_load(node: ast.AST) -> None:
             n.ctx = ast.Load()  # type: ignore[attr-defined]
 
 
-def normalize(tree: ast.FunctionDef, filename: str, star_calls: bool = False) -> ast.FunctionDef:
+def normalize(
+    tree: ast.FunctionDef, filename: str, star_calls: bool = False, methods: bool = True
+) -> ast.FunctionDef:
     """Return the A-normal form of ``tree`` (a new tree; ``tree`` is not modified).
 
     Leaf expressions (names, constants, operators) may be shared with the input.
     ``star_calls``: a call with ``*`` arguments and no keywords stays a call, its
     arguments atoms or ``Starred`` atoms (first-order reverse mode calls it with
     ``_ad_rcall_star``); otherwise it becomes ``_ad_apply`` of a built tuple.
+    ``methods``: spell the container methods that write their receiver as item
+    writes (``container_methods``; ``methods_spelled`` says whether it may).
     """
     tree = copy.copy(tree)
     local, has_walrus = _local_names(tree)
     norm = _Normalizer(filename, tree.name, local)
     norm.has_walrus = has_walrus
     norm.star_calls = star_calls
+    norm.methods = methods
     norm.lineno = tree.lineno
     body = norm.stmts(tree.body)
     if not _always_returns(body):

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import ast
 
-from ad.transform.anf_base import BINOPS, UNARYOPS, Normalizer, is_atom
+from ad.transform.anf_base import BINOPS, UNARYOPS, is_atom
+from ad.transform.container_methods import ContainerMethods
 
 __all__ = ["Expressions"]
 
 
-class Expressions(Normalizer):
+class Expressions(ContainerMethods):
     """Expressions, for ``anf._Normalizer``."""
 
     def atom(self, e: ast.expr, out: list[ast.stmt]) -> ast.expr:
@@ -152,6 +153,9 @@ class Expressions(Normalizer):
         return self.helper_call(helper, parts)
 
     def call(self, e: ast.Call, out: list[ast.stmt]) -> ast.expr:
+        spelled = self.container_call(e, out)  # xs.pop(), d.setdefault(k, v), ...
+        if spelled is not None:
+            return spelled
         func = self.atom(e.func, out)
         if (  # next(<genexpr>[, default]): the generator runs to its first item only
             type(e.func) is ast.Name

@@ -1,144 +1,195 @@
-"""Pass 1d, container methods: the structural methods of lists and dicts that
-write their receiver, spelled as the item reads and writes the AD follows.
+"""Part of pass 3 (``anf``), container methods: the structural methods of lists
+and dicts that write their receiver, spelled as the item reads and writes the
+AD follows, wherever the call stands in an expression.
 
 ``xs.pop(i)`` changes the *object* ``xs``; the AD follows writes by the
 rebinding of the name written through (``anf_base.IN_PLACE_HELPERS``: the
 ownership and argument guards judge each as they judge ``xs[i] = v`` and
-``xs.append(v)``). So a call statement (alone, as the value of one assignment,
-or returned) whose receiver is a name the function binds or receives becomes,
-its arguments evaluated once and in order::
+``xs.append(v)``). The normaliser meets the call as one step of flattening its
+expression (``s + st.pop()``, ``f(xs.pop(0), xs.pop())``, a loop's test, a
+comprehension's element, ``return xs.pop() ** 2 + d.pop("k")``), after what
+Python evaluates before it and before what it evaluates after, the receiver and
+then the arguments made atoms; the call becomes::
 
-    _ad_cm1 = i
     if _ad_type(xs) is list:
-        v = xs[_ad_cm1]
-        del xs[_ad_cm1]                  # xs = _ad_delitem(xs, _ad_cm1)
+        _ad_cm1 = xs[i]
+        del xs[i]                        # xs = _ad_delitem(xs, i)
     else:
-        v = xs.pop(_ad_cm1)              # anything else: as written
+        _ad_cm1 = xs.pop(i)              # anything else: as written
+
+and the expression reads ``_ad_cm1``. A receiver read out of an object or a
+container of a local name (``self.items.pop()``, ``state["hist"].pop(0)``,
+``obj.d.setdefault(k, v)``) is the container itself, followed by identity as
+for ``self.items.append(v)`` (``anf_base.followed_container``): the write is
+seen through every holder.
 
 The spellings, each Python's documented equivalent: on a list ``pop`` (a read
 and ``del``), ``insert`` (an append, then the entries after ``i`` move up one),
 ``extend`` (an append per entry), ``remove`` (``del`` at the first equal entry),
 ``reverse`` and ``sort`` (each entry written from ``xs[::-1]`` or ``sorted``:
 the derivative is the permutation) and ``clear`` (``del xs[:]``); on a dict
-``pop`` (with or without a default), ``setdefault``, ``update`` (from a dict
-or keywords) and ``clear``.
+``pop`` (with or without a default), ``popitem`` (the last key, LIFO),
+``setdefault``, ``update`` (from a dict or keywords) and ``clear``.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
-import itertools
+import re
 import types
-from typing import Any
+from collections.abc import Callable
 
-from ad.transform.writers import rewrite_statements
+from ad.transform.anf_base import Normalizer, at
 
-__all__ = ["spelled_as_item_writes"]
+__all__ = ["ContainerMethods", "methods_spelled"]
 
-_LIST = {"pop", "insert", "extend", "remove", "reverse", "sort", "clear"}
-_DICT = {"pop", "setdefault", "update", "clear"}
+#: ``{method: (positional counts, keywords allowed)}`` of each spelling
+#: (``True``: any keyword names)
+_LIST: dict[str, tuple[tuple[int, ...], frozenset[str] | bool]] = {
+    "pop": ((0, 1), frozenset()),
+    "insert": ((2,), frozenset()),
+    "extend": ((1,), frozenset()),
+    "remove": ((1,), frozenset()),
+    "reverse": ((0,), frozenset()),
+    "sort": ((0,), frozenset(["key", "reverse"])),
+    "clear": ((0,), frozenset()),
+}
+_DICT: dict[str, tuple[tuple[int, ...], frozenset[str] | bool]] = {
+    "pop": ((1, 2), frozenset()),
+    "popitem": ((0,), frozenset()),
+    "setdefault": ((1, 2), frozenset()),
+    "update": ((0, 1), True),
+    "clear": ((0,), frozenset()),
+}
 #: The builtins the spellings name.
 _BUILTINS = frozenset(["list", "dict", "sorted"])
+#: A comprehension's own name (``anf_control.scoped_comprehension``).
+_RENAMED = re.compile(r"_ad_c\d+_.+")
+#: Set on the call a spelling keeps as written (its ``else``): not spelled again.
+_AS_WRITTEN = "_ad_as_written"
 
 
-def spelled_as_item_writes(tree: ast.FunctionDef, f: types.FunctionType) -> ast.FunctionDef:
-    """``tree`` (edited in place) with each list or dict method call statement on a
-    local name spelled as item reads and writes (see the module docstring)."""
+def methods_spelled(f: types.FunctionType) -> bool:
+    """Whether ``f``'s container method calls may be spelled: no builtin the
+    spellings call is shadowed (else all run as written)."""
     code = f.__code__
-    local = set(code.co_varnames) | set(code.co_cellvars)
-    if _BUILTINS & (local | set(code.co_freevars) | set(f.__globals__)):
-        return tree  # a builtin the spellings call is shadowed: all as written
-    counter = itertools.count(1)
-    return rewrite_statements(tree, lambda s: _rewritten(s, local, counter))
+    names = set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars)
+    return not (_BUILTINS & (names | set(f.__globals__)))
 
 
-def _rewritten(s: ast.stmt, local: set[str], counter: Any) -> list[ast.stmt] | None:
-    """The statements ``s`` becomes, or None where it stays as written."""
-    target: ast.expr | None = None
-    if isinstance(s, ast.Expr):
-        e = s.value
-    elif isinstance(s, ast.Assign) and len(s.targets) == 1:
-        e, target = s.value, s.targets[0]
-    elif isinstance(s, ast.Return) and s.value is not None:
-        e, target = s.value, ast.Name("_ad_cmr", ast.Store())
-    else:
-        return None
-    if not (
-        isinstance(e, ast.Call)
-        and isinstance(e.func, ast.Attribute)
-        and isinstance(e.func.value, ast.Name)
-        and e.func.value.id in local
-        and e.func.attr in _LIST | _DICT
-        and not any(isinstance(a, ast.Starred) for a in e.args)
-        and not any(k.arg is None for k in e.keywords)
-    ):
-        return None
-    name, method = e.func.value.id, e.func.attr
-    b = _Builder(s, counter)
-    args = [b.temp(a) for a in e.args]
-    kwargs = {k.arg: b.temp(k.value) for k in e.keywords}
-    call = ast.Call(
-        ast.Attribute(b.load(name), method, ast.Load()),
-        [b.load(a) for a in args],
-        [ast.keyword(k, b.load(v)) for k, v in kwargs.items()],
-    )
-    fallback: list[ast.stmt] = [b.result(target, call)]
-    branches = []
-    if method in _LIST:
-        spelled = _list_spelling(b, name, method, args, kwargs, target)
-        if spelled is not None:
-            branches.append(("list", spelled))
-    if method in _DICT:
-        spelled = _dict_spelling(b, name, method, args, kwargs, target)
-        if spelled is not None:
-            branches.append(("dict", spelled))
-    if not branches:
-        return None
-    chain = fallback
-    for kind, body in reversed(branches):
-        test = ast.Compare(
-            ast.Call(b.load("_ad_type"), [b.load(name)], []), [ast.Is()], [b.load(kind)]
+def _kinds(method: str, n: int, keywords: set[str]) -> list[str]:
+    """The receiver kinds (``"list"``, ``"dict"``) with a spelling of this call."""
+    out = []
+    for kind, table in (("list", _LIST), ("dict", _DICT)):
+        shape = table.get(method)
+        if shape is None or n not in shape[0]:
+            continue
+        if shape[1] is True or keywords <= shape[1]:  # type: ignore[operator]
+            out.append(kind)
+    return out
+
+
+class ContainerMethods(Normalizer):
+    """Container method calls, for ``anf._Normalizer`` (see the module)."""
+
+    #: whether to spell them (``methods_spelled``); set by ``anf.normalize``
+    methods = True
+
+    def container_call(
+        self, e: ast.expr, out: list[ast.stmt], bind: bool = True
+    ) -> ast.expr | None:
+        """The atom holding the value of the container method call ``e``, its
+        statements appended to ``out``; None (nothing appended) where ``e`` is no
+        such call on a local list or dict, or one without a spelling. ``bind``
+        False: the value is not used (a constant comes back)."""
+        if not (
+            self.methods
+            and type(e) is ast.Call
+            and type(e.func) is ast.Attribute
+            and not getattr(e, _AS_WRITTEN, False)
+            and not any(isinstance(a, ast.Starred) for a in e.args)
+            and not any(k.arg is None for k in e.keywords)
+        ):
+            return None
+        method, recv = e.func.attr, e.func.value
+        kinds = _kinds(method, len(e.args), {str(k.arg) for k in e.keywords})
+        root = recv
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        if not (kinds and type(root) is ast.Name and self._local(root.id)):
+            return None
+        if root.id in self.walrus:  # rebound by a walrus of this statement
+            return None
+        held = root.id
+        if root is not recv:  # self.items.pop(): the container, followed from its root
+            self.written_roots.add(held)
+            out.append(self.assign(held, self.helper_call("_ad_follow", [self.name(held)])))
+            held = self.atom(recv, out).id  # type: ignore[attr-defined]
+        args = [self.atom(a, out) for a in e.args]
+        kwargs = {str(k.arg): self.atom(k.value, out) for k in e.keywords}
+        result = self._temp() if bind else None
+        b = _Builder(self._temp)
+        call = ast.Call(
+            ast.Attribute(b.load(held), method, ast.Load()),
+            [copy.deepcopy(a) for a in args],
+            [ast.keyword(k, copy.deepcopy(v)) for k, v in kwargs.items()],
         )
-        chain = [ast.If(test, body, chain)]
-    out = b.pre + chain
-    if isinstance(s, ast.Return):
-        out.append(ast.Return(b.load("_ad_cmr")))
-    return [ast.fix_missing_locations(ast.copy_location(x, s)) for x in _located(out, s)]
+        setattr(call, _AS_WRITTEN, True)
+        chain: list[ast.stmt] = [b.result(result, call)]
+        for kind in reversed(kinds):
+            xs, body = held, []
+            if root is not recv:
+                xs = self.fresh()
+                self.locals.add(xs)
+                site = ast.Constant(f"{self.filename}:{self.lineno}")
+                written = b.call("_ad_follow_written", b.load(held), site)
+                body.append(ast.Assign([ast.Name(xs, ast.Store())], written))
+            spell = _list_spelling if kind == "list" else _dict_spelling
+            body += spell(b, xs, method, args, kwargs, result)
+            test = ast.Compare(b.call("_ad_type", b.load(held)), [ast.Is()], [b.load(kind)])
+            chain = [ast.If(test, body, chain)]
+        line, walrus = self.lineno, self.walrus
+        for s in chain:
+            for node in ast.walk(s):
+                if "lineno" in node._attributes:
+                    at(node, line)
+        out.extend(self.stmts(chain))
+        self.lineno, self.walrus = line, walrus
+        return ast.Constant(None) if result is None else self.name(result)
 
+    def _local(self, name: str) -> bool:
+        """A name of this function's scope (a comprehension's, renamed, included)."""
+        return name in self.locals or _RENAMED.fullmatch(name) is not None
 
-def _located(stmts: list[ast.stmt], like: ast.stmt) -> list[ast.stmt]:
-    """``stmts``, every node at ``like``'s line."""
-    for x in stmts:
-        for n in ast.walk(x):
-            if "lineno" in n._attributes:
-                ast.copy_location(n, like)
-    return stmts
+    def _temp(self) -> str:
+        """A fresh local name the spellings bind (``_ad_cm<n>``)."""
+        self.counter += 1
+        name = f"_ad_cm{self.counter}"
+        self.locals.add(name)
+        return name
 
 
 class _Builder:
-    """The temporaries of one rewritten statement, evaluated before the test."""
+    """The nodes of one spelling (source form, normalised after)."""
 
-    def __init__(self, s: ast.stmt, counter: Any) -> None:
-        self.s, self.counter, self.pre = s, counter, []  # type: list[ast.stmt]
-
-    def fresh(self) -> str:
-        return f"_ad_cm{next(self.counter)}"
-
-    def temp(self, e: ast.expr) -> str:
-        t = self.fresh()
-        self.pre.append(ast.Assign([ast.Name(t, ast.Store())], e))
-        return t
+    def __init__(self, fresh: Callable[[], str]) -> None:
+        self.fresh = fresh
 
     @staticmethod
     def load(name: str) -> ast.Name:
         return ast.Name(name, ast.Load())
 
-    def result(self, target: ast.expr | None, value: ast.expr) -> ast.stmt:
+    @staticmethod
+    def arg(a: ast.expr) -> ast.expr:
+        """An atom argument, as a new node."""
+        return copy.deepcopy(a)
+
+    def result(self, target: str | None, value: ast.expr) -> ast.stmt:
         """``target = value``, or ``value`` as a statement."""
         if target is None:
             return ast.Expr(value)
-        return ast.Assign([copy.deepcopy(target)], value)
+        return ast.Assign([ast.Name(target, ast.Store())], value)
 
     def item(self, name: str, key: ast.expr) -> ast.Subscript:
         return ast.Subscript(self.load(name), key, ast.Load())
@@ -152,161 +203,166 @@ class _Builder:
     def call(self, fn: str, *args: ast.expr, **kw: ast.expr) -> ast.Call:
         return ast.Call(self.load(fn), list(args), [ast.keyword(k, v) for k, v in kw.items()])
 
+    def append(self, name: str, value: ast.expr) -> ast.Expr:
+        return ast.Expr(ast.Call(ast.Attribute(self.load(name), "append", ast.Load()), [value], []))
 
-def _const(v: Any) -> ast.Constant:
-    return ast.Constant(v)
+    def none(self, target: str | None) -> list[ast.stmt]:
+        """``target = None`` (the method's value), where the result is bound."""
+        return [] if target is None else [self.result(target, ast.Constant(None))]
 
 
 def _list_spelling(
     b: _Builder,
     xs: str,
     method: str,
-    args: list[str],
-    kwargs: dict[str | None, str],
-    target: ast.expr | None,
-) -> list[ast.stmt] | None:
-    """The statements ``xs.<method>(...)`` is on a list, or None (as written)."""
-    load, n = b.load, len(args)
-    if method == "pop" and n <= 1 and not kwargs:
-        key: ast.expr = load(args[0]) if args else _const(-1)
+    args: list[ast.expr],
+    kwargs: dict[str, ast.expr],
+    target: str | None,
+) -> list[ast.stmt]:
+    """The statements ``xs.<method>(...)`` is on a list (``_kinds`` allows it)."""
+    load, arg = b.load, b.arg
+    if method == "pop":
+        key = arg(args[0]) if args else ast.Constant(-1)
         out: list[ast.stmt] = []
         if target is not None:
             out.append(b.result(target, b.item(xs, key)))
         return [*out, b.delete(xs, copy.deepcopy(key))]
-    if method == "insert" and n == 2 and not kwargs:
+    if method == "insert":
         # the position list.insert clamps i to: len(range(len(xs))[:i])
         k, j = b.fresh(), b.fresh()
         length = b.call("_ad_len", load(xs))
         clamp = b.call(
             "_ad_len",
-            ast.Subscript(b.call("_ad_range", length), ast.Slice(None, load(args[0])), ast.Load()),
+            ast.Subscript(b.call("_ad_range", length), ast.Slice(None, arg(args[0])), ast.Load()),
         )
         shift = ast.For(
             ast.Name(j, ast.Store()),
             b.call(
                 "_ad_range",
-                ast.BinOp(b.call("_ad_len", load(xs)), ast.Sub(), _const(1)),
+                ast.BinOp(b.call("_ad_len", load(xs)), ast.Sub(), ast.Constant(1)),
                 load(k),
-                _const(-1),
+                ast.Constant(-1),
             ),
-            [b.setitem(xs, load(j), b.item(xs, ast.BinOp(load(j), ast.Sub(), _const(1))))],
+            [b.setitem(xs, load(j), b.item(xs, ast.BinOp(load(j), ast.Sub(), ast.Constant(1))))],
             [],
         )
         return [
             ast.Assign([ast.Name(k, ast.Store())], clamp),
-            ast.Expr(ast.Call(ast.Attribute(load(xs), "append", ast.Load()), [load(args[1])], [])),
+            b.append(xs, arg(args[1])),
             shift,
-            b.setitem(xs, load(k), load(args[1])),
-        ] + _none(b, target)
-    if method == "extend" and n == 1 and not kwargs:
+            b.setitem(xs, load(k), arg(args[1])),
+            *b.none(target),
+        ]
+    if method == "extend":
         # appended one by one (of a copy: xs.extend(xs) doubles xs once)
         j = b.fresh()
         appends = ast.For(
-            ast.Name(j, ast.Store()),
-            b.call("list", load(args[0])),
-            [ast.Expr(ast.Call(ast.Attribute(load(xs), "append", ast.Load()), [load(j)], []))],
-            [],
+            ast.Name(j, ast.Store()), b.call("list", arg(args[0])), [b.append(xs, load(j))], []
         )
-        return [appends] + _none(b, target)
-    if method == "clear" and not args and not kwargs:
-        return [b.delete(xs, ast.Slice())] + _none(b, target)
-    if method == "remove" and n == 1 and not kwargs:
-        # the first entry that is the value or equals it (list.remove's test)
-        k = b.fresh()
-        entry = b.item(xs, load(k))
+        return [appends, *b.none(target)]
+    if method == "clear":
+        return [b.delete(xs, ast.Slice()), *b.none(target)]
+    if method == "remove":
+        # the first entry that is the value or equals it (list.remove's test); no
+        # ``break``: the normaliser runs after ``desugar``
+        k, j, v = b.fresh(), b.fresh(), b.fresh()  # v: a name (``is`` of a literal warns)
+        entry = b.item(xs, load(j))
         found = ast.BoolOp(
             ast.Or(),
             [
-                ast.Compare(entry, [ast.Is()], [load(args[0])]),
-                ast.Compare(copy.deepcopy(entry), [ast.Eq()], [load(args[0])]),
+                ast.Compare(entry, [ast.Is()], [load(v)]),
+                ast.Compare(copy.deepcopy(entry), [ast.Eq()], [load(v)]),
             ],
         )
-        missing = ast.Raise(b.call("_ad_ValueError", _const("list.remove(x): x not in list")))
+        unset = ast.Compare(load(k), [ast.Lt()], [ast.Constant(0)])
         search = ast.For(
-            ast.Name(k, ast.Store()),
-            b.call("_ad_range", b.call("_ad_len", load(xs))),
-            [ast.If(found, [ast.Break()], [])],
-            [missing],
-        )
-        return [search, b.delete(xs, load(k))] + _none(b, target)
-    if method in ("reverse", "sort"):
-        if method == "reverse" and (args or kwargs):
-            return None
-        if method == "sort" and (args or set(kwargs) - {"key", "reverse"}):
-            return None
-        t, j = b.fresh(), b.fresh()
-        if method == "reverse":
-            new: ast.expr = ast.Subscript(load(xs), ast.Slice(None, None, _const(-1)), ast.Load())
-        else:
-            new = b.call("sorted", load(xs), **{str(k): load(v) for k, v in kwargs.items()})
-        copy_back = ast.For(
             ast.Name(j, ast.Store()),
             b.call("_ad_range", b.call("_ad_len", load(xs))),
-            [b.setitem(xs, load(j), b.item(t, load(j)))],
+            [ast.If(unset, [ast.If(found, [b.result(k, load(j))], [])], [])],
             [],
         )
-        return [ast.Assign([ast.Name(t, ast.Store())], new), copy_back] + _none(b, target)
-    return None
+        missing = ast.Raise(b.call("_ad_ValueError", ast.Constant("list.remove(x): x not in list")))
+        return [
+            b.result(v, arg(args[0])),
+            b.result(k, ast.Constant(-1)),
+            search,
+            ast.If(copy.deepcopy(unset), [missing], []),
+            b.delete(xs, load(k)),
+            *b.none(target),
+        ]
+    # reverse, sort
+    t, j = b.fresh(), b.fresh()
+    if method == "reverse":
+        new: ast.expr = ast.Subscript(load(xs), ast.Slice(None, None, ast.Constant(-1)), ast.Load())
+    else:
+        new = b.call("sorted", load(xs), **{k: arg(v) for k, v in kwargs.items()})
+    copy_back = ast.For(
+        ast.Name(j, ast.Store()),
+        b.call("_ad_range", b.call("_ad_len", load(xs))),
+        [b.setitem(xs, load(j), b.item(t, load(j)))],
+        [],
+    )
+    return [ast.Assign([ast.Name(t, ast.Store())], new), copy_back, *b.none(target)]
 
 
 def _dict_spelling(
     b: _Builder,
     d: str,
     method: str,
-    args: list[str],
-    kwargs: dict[str | None, str],
-    target: ast.expr | None,
-) -> list[ast.stmt] | None:
-    """The statements ``d.<method>(...)`` is on a dict, or None (as written)."""
-    load, n = b.load, len(args)
-    if method == "pop" and n in (1, 2) and not kwargs:
-        k = load(args[0])
+    args: list[ast.expr],
+    kwargs: dict[str, ast.expr],
+    target: str | None,
+) -> list[ast.stmt]:
+    """The statements ``d.<method>(...)`` is on a dict (``_kinds`` allows it)."""
+    load, arg, n = b.load, b.arg, len(args)
+    if method == "pop":
         taken: list[ast.stmt] = []
         if target is not None:
-            taken.append(b.result(target, b.item(d, k)))
-        taken.append(b.delete(d, load(args[0])))
+            taken.append(b.result(target, b.item(d, arg(args[0]))))
+        taken.append(b.delete(d, arg(args[0])))
         if n == 1:
             return taken
-        absent = [b.result(target, load(args[1]))] if target is not None else [ast.Pass()]
-        return [ast.If(ast.Compare(load(args[0]), [ast.In()], [load(d)]), taken, absent)]
-    if method == "setdefault" and n in (1, 2) and not kwargs:
-        default = load(args[1]) if n == 2 else _const(None)
+        absent = [b.result(target, arg(args[1]))] if target is not None else [ast.Pass()]
+        return [ast.If(ast.Compare(arg(args[0]), [ast.In()], [load(d)]), taken, absent)]
+    if method == "popitem":
+        # the last key inserted (LIFO), then as pop
+        k = b.fresh()
         out: list[ast.stmt] = [
+            ast.Assign([ast.Name(k, ast.Store())], b.call("_ad_last_key", load(d)))
+        ]
+        if target is not None:
+            pair = ast.Tuple([load(k), b.item(d, load(k))], ast.Load())
+            out.append(b.result(target, pair))
+        return [*out, b.delete(d, load(k))]
+    if method == "setdefault":
+        default = arg(args[1]) if n == 2 else ast.Constant(None)
+        out = [
             ast.If(
-                ast.Compare(load(args[0]), [ast.NotIn()], [load(d)]),
-                [b.setitem(d, load(args[0]), default)],
+                ast.Compare(arg(args[0]), [ast.NotIn()], [load(d)]),
+                [b.setitem(d, arg(args[0]), default)],
                 [],
             )
         ]
         if target is not None:
-            out.append(b.result(target, b.item(d, load(args[0]))))
+            out.append(b.result(target, b.item(d, arg(args[0]))))
         return out
-    if method == "update" and n <= 1:
+    if method == "update":
         out = []
         if args:  # from a dict (anything else: as written)
             k = b.fresh()
             copy_in = ast.For(
                 ast.Name(k, ast.Store()),
-                load(args[0]),
-                [b.setitem(d, load(k), b.item(args[0], load(k)))],
+                arg(args[0]),
+                [b.setitem(d, load(k), ast.Subscript(arg(args[0]), load(k), ast.Load()))],
                 [],
             )
-            test = ast.Compare(b.call("_ad_type", load(args[0])), [ast.Is()], [load("dict")])
-            fallback = ast.Expr(
-                ast.Call(ast.Attribute(load(d), "update", ast.Load()), [load(args[0])], [])
-            )
-            out.append(ast.If(test, [copy_in], [fallback]))
-        out += [b.setitem(d, _const(k), load(v)) for k, v in kwargs.items()]
-        return out + _none(b, target)
-    if method == "clear" and not args and not kwargs:
-        k = b.fresh()
-        keys = b.call("list", load(d))
-        return [ast.For(ast.Name(k, ast.Store()), keys, [b.delete(d, load(k))], [])] + _none(
-            b, target
-        )
-    return None
-
-
-def _none(b: _Builder, target: ast.expr | None) -> list[ast.stmt]:
-    """``target = None`` (the method's value), where the result is bound."""
-    return [] if target is None else [b.result(target, _const(None))]
+            test = ast.Compare(b.call("_ad_type", arg(args[0])), [ast.Is()], [load("dict")])
+            as_written = ast.Call(ast.Attribute(load(d), "update", ast.Load()), [arg(args[0])], [])
+            setattr(as_written, _AS_WRITTEN, True)
+            out.append(ast.If(test, [copy_in], [ast.Expr(as_written)]))
+        out += [b.setitem(d, ast.Constant(k), arg(v)) for k, v in kwargs.items()]
+        return out + b.none(target)
+    # clear
+    k = b.fresh()
+    keys = b.call("list", load(d))
+    return [ast.For(ast.Name(k, ast.Store()), keys, [b.delete(d, load(k))], []), *b.none(target)]

@@ -185,8 +185,10 @@ def argument_write_guard(
         and isinstance(first, ast.Name)
         and first.id in params
         and first.id not in mutable_params
-        and isinstance(last, ast.Name)
-        and (last.id in active or (fn == "_ad_delitem" and first.id in active))
+        and (
+            (fn == "_ad_delitem" and first.id in active)  # any key: ``del xs[0]`` too
+            or (isinstance(last, ast.Name) and last.id in active)
+        )
     ):
         # ``del xs[i]`` moves the entries after i: judged by what the container holds
         args = [

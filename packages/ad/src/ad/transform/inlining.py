@@ -53,7 +53,7 @@ from typing import Any
 from ad.transform.activity import param_names, read_and_stored
 from ad.transform.anf import normalize
 from ad.transform.anf_base import IN_PLACE_HELPERS
-from ad.transform.container_methods import spelled_as_item_writes
+from ad.transform.container_methods import methods_spelled
 from ad.transform.desugar import desugar
 from ad.transform.fence import check_supported
 from ad.transform.inline_guards import Body, guarded
@@ -368,9 +368,9 @@ def helper_anf(fn: types.FunctionType) -> ast.FunctionDef | None:
         try:
             src = get_source(fn)
             tree = explicit_protocols(src.tree, fn)
-            tree = spelled_as_item_writes(spelled_as_rebinding(tree, fn), fn)
+            tree = spelled_as_rebinding(tree, fn)
             tree = check_supported(tree, src.filename)
-            anf = normalize(desugar(tree), src.filename)
+            anf = normalize(desugar(tree), src.filename, methods=methods_spelled(fn))
         except Exception:  # no source, unsupported syntax: it stays a call
             anf = None
         if anf is not None and _size(anf) <= 4 * MAX_STATEMENTS and _pure(anf, fn.__globals__):

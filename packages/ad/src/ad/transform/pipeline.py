@@ -20,7 +20,7 @@ from typing import Any
 from ad.transform.activity import NONDIFF_BUILTINS, active_names, param_names, read_and_stored
 from ad.transform.anf import normalize
 from ad.transform.captured_stars import starred_parameters, unpack_captured
-from ad.transform.container_methods import spelled_as_item_writes
+from ad.transform.container_methods import methods_spelled
 from ad.transform.desugar import desugar
 from ad.transform.fence import check_supported
 from ad.transform.fuse import module_attribute
@@ -77,13 +77,13 @@ def front(
     at this call (see ``captured_stars.unpack_captured``)."""
     src = get_source(f)
     tree = spelled_as_rebinding(explicit_protocols(src.tree, f), f)
-    tree = check_supported(spelled_as_item_writes(tree, f), src.filename)
+    tree = check_supported(tree, src.filename)
     star_guards: tuple = ()
     starred = ()
     if inline and ENABLED[0]:  # ``f(w, *data)`` of a captured tuple: an ordinary call
         starred = starred_parameters(tree)
         tree, star_guards = unpack_captured(tree, f, lengths)
-    anf = normalize(desugar(tree), src.filename, star_calls)
+    anf = normalize(desugar(tree), src.filename, star_calls, methods_spelled(f))
     written_roots = anf.written_roots  # type: ignore[attr-defined]
     if as_init:
         anf = returning_self(anf, int(as_init) - 1)
