@@ -602,6 +602,8 @@ def _(config: Any, x: Any, *args: Any, forward: bool = False) -> Any:
     def own_pullback(ȳ: Any) -> tuple:
         return (_NO, ȳ) + (_NO,) * len(args)
 
+    if followed(x, forward):  # its fields are followed by identity, as at first order
+        return x, own_pullback
     return _own_nested(x, *args), own_pullback
 
 

@@ -460,13 +460,29 @@ def follow_pullback(p: Pass, obj: Any, first: bool) -> Any:
     if p.written.get(id(obj)) is not obj:  # not followed (see ``Pass.follow``)
         return _along_variable_pullback
     n = len(obj) if isinstance(obj, list) else 0
+    # entries followed themselves (a row of a grid written through another name):
+    # what reads along this variable saw of them goes to their own entries
+    held = _followed_entries(p, obj)
 
     def follow_pullback(ȳ: Any) -> tuple:
         for key, ct in _parts(obj, ȳ).items():
-            p.deposit(obj, key, ct)
+            _deposit_read(p, obj, key, held.get(key), ct)
         return (_NO, _whole(obj, p.take_all(obj), n) if first else _Z)
 
     return Stateful(follow_pullback) if first else follow_pullback
+
+
+def _followed_entries(p: Pass, obj: Any) -> dict:
+    """The entries of ``obj`` (a list's items, a dict's values, an object's fields)
+    that ``p`` follows by identity, by the store's key."""
+    if isinstance(obj, list):
+        items: Any = enumerate(obj)
+    elif isinstance(obj, dict):
+        items = obj.items()
+    else:
+        items = getattr(obj, "__dict__", {}).items()
+    written = p.written
+    return {k: v for k, v in items if written.get(id(v)) is v}
 
 
 def read_item_pullback(p: Pass, obj: Any, key: Any) -> Any:
@@ -517,21 +533,26 @@ def write_tangent(p: Pass, obj: Any, name: str, v̇: Any) -> None:
     p.tangents.setdefault(id(obj), {})[name] = v̇
 
 
-def merged_tangent(obj: Any, ȯ: Any) -> Any:
+def merged_tangent(obj: Any, ȯ: Any, depth: int = 2) -> Any:
     """Forward mode: ``obj``'s tangent along a variable, with the tangents of the
     items or fields written by identity in this pass (through any name) over it,
-    for a list as long as it is now."""
+    for a list as long as it is now; and so for the entries it holds that were
+    written by identity (``depth`` levels: a grid's row written through ``row``)."""
     p = current(forward=True)
     if p is None:  # no pass follows anything (second order: see ``suspended``)
         return ȯ
     written = p.tangents.get(id(obj)) if p.tangents else None
+    inner = _followed_entries(p, obj) if depth and p.tangents and holder(obj) else {}
+    inner = {k: v for k, v in inner.items() if id(v) in p.tangents}
     if written and p.written.get(id(obj)) is obj:
         fields = _parts(obj, ȯ)
         fields.update(written)
-    elif isinstance(obj, list):
+    elif isinstance(obj, list) or inner:
         fields = _parts(obj, ȯ)
     else:
         return ȯ
+    for k, v in inner.items():
+        fields[k] = merged_tangent(v, fields.get(k, _Z), depth - 1)
     fields = {k: v for k, v in fields.items() if not _zero(v) and _present(obj, k)}
     if not fields:
         return _Z

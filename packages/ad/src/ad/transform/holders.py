@@ -35,6 +35,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
+import functools
 import re
 import types
 from typing import Any
@@ -48,6 +49,13 @@ from ad.transform.activity import (
     read_and_stored,
     statements,
     value_is_active,
+)
+from ad.transform.aliases import (
+    aliased_writes,
+    around,
+    follow_before_writes,
+    follow_call,
+    with_body,
 )
 from ad.transform.anf_base import IN_PLACE_HELPERS
 from ad.transform.callee_writes import called_functions, callees, library, written_by
@@ -134,12 +142,28 @@ def follow_holders(
         for n, v in holders.items()
         if CAPTURED_WRITTEN.get(id(v)) is v or written_by(v, called, 3, set())
     }
+    alias_done: set[str] = set()
     for _ in range(4):  # following makes names active, which can activate more calls
         active = active_names(fn, seeds, plain)
         found, local = _to_follow(fn, active, plain, resolve)
+        calls = _Calls(active, plain, resolve)
+        read_from, sources = aliased_writes(
+            fn,
+            active,
+            plain,
+            lambda n: resolve(n) is LOCAL,
+            functools.partial(_written_by_call, calls=calls),
+        )
+        new = {n: v for n, v in read_from.items() if n not in alias_done}
+        grown = bool(new or sources - seeds)
+        if new:
+            fn = follow_before_writes(fn, new, active, plain, calls)
+            local |= new.keys()  # and where it is handed to a call that may write it
+            alias_done |= new.keys()
+        seeds |= sources
         free = (free | found) - free_done
         local -= local_done
-        if not free and not local:
+        if not free and not local and not grown:
             break
         if free:
             fn = _alias_free(fn, free)
@@ -261,7 +285,7 @@ def _guard_reads(
         target, what = read
         return [guard("_ad_unfollowed", target, what, s.lineno)]
 
-    return _around(fn, lambda s: (guards(s), class_attribute_guards(s)))
+    return around(fn, lambda s: (guards(s), class_attribute_guards(s)))
 
 
 def _class_attribute_read(
@@ -418,6 +442,19 @@ class _Calls:
         return None
 
 
+def _written_by_call(s: ast.stmt, calls: _Calls) -> list[str]:
+    """The local names an active call ``s`` may write into, for ``aliases``: a
+    method's object, or what a Python function of the user's is given."""
+    names = calls.handed(s)[1]
+    if not names:
+        return []
+    func = s.value.func.id  # type: ignore[attr-defined]
+    if func in calls.receivers:
+        return names[:1]
+    found = calls.resolve(func)
+    return names if isinstance(found, types.FunctionType) and not library(found) else []
+
+
 def _user_value(name: str) -> bool:
     """Whether the local ``name`` holds a value of the user's program: a variable, an
     ANF temporary (``_ad_t3``) or a comprehension's renamed one, not the AD's own."""
@@ -491,11 +528,6 @@ def _holder_builds(fn: ast.FunctionDef, resolve: Any) -> set[str]:
     return out
 
 
-def _follow_call(target: str, source: str, line: int) -> ast.Assign:
-    call = ast.Call(ast.Name("_ad_follow", ast.Load()), [ast.Name(source, ast.Load())], [])
-    return at(ast.Assign([ast.Name(target, ast.Store())], at(call, line)), line)
-
-
 def _alias_free(fn: ast.FunctionDef, names: set[str]) -> ast.FunctionDef:
     """Read and write each captured holder in ``names`` through a local alias."""
     line = fn.body[0].lineno if fn.body else fn.lineno
@@ -526,7 +558,7 @@ def _alias_free(fn: ast.FunctionDef, names: set[str]) -> ast.FunctionDef:
 
     rename = Rename()
     body = [rename.visit(s) for s in fn.body]
-    return _with_body(fn, [_follow_call(_alias(n), n, line) for n in sorted(names)] + body)
+    return with_body(fn, [follow_call(_alias(n), n, line) for n in sorted(names)] + body)
 
 
 def _follow_before_calls(
@@ -541,9 +573,9 @@ def _follow_before_calls(
         handed = sorted(set(calls.handed(s)[1]) & names)
         # Again after: reads along the variable from there on go to the pass's
         # store before the call's pullback runs (its writes take them).
-        return ([_follow_call(n, n, s.lineno) for n in handed],) * 2
+        return ([follow_call(n, n, s.lineno) for n in handed],) * 2
 
-    return _around(fn, follows)
+    return around(fn, follows)
 
 
 def _follow_around_writing_calls(
@@ -569,52 +601,23 @@ def _follow_around_writing_calls(
         writers = called_functions(s.value, resolve)  # type: ignore[attr-defined]
         for a in sorted(holders):
             if not written_by(holders[a], writers, 3, set()):
-                before.append(_follow_call(a, a, s.lineno))
-                after.append(_follow_call(a, a, s.lineno))
+                before.append(follow_call(a, a, s.lineno))
+                after.append(follow_call(a, a, s.lineno))
                 continue
             # the holder's contents before the call, compared after it under nested
             # differentiation, which follows no holder (``rules_objects.follow_after``)
             printed = f"_ad_hp_{a}"
             before += [
-                _follow_call(a, a, s.lineno),
+                follow_call(a, a, s.lineno),
                 _helper_assign(printed, "_ad_holder_print", [ast.Name(a, ast.Load())], s.lineno),
             ]
             args = [ast.Name(a, ast.Load()), ast.Name(printed, ast.Load()), site]
             after.append(_helper_assign(a, "_ad_follow_after", args, s.lineno))
         return before, after
 
-    return _around(fn, follows)
+    return around(fn, follows)
 
 
 def _helper_assign(target: str, helper: str, args: list[ast.expr], line: int) -> ast.Assign:
     call = at(ast.Call(ast.Name(helper, ast.Load()), args, []), line)
     return at(ast.Assign([ast.Name(target, ast.Store())], call), line)
-
-
-def _around(fn: ast.FunctionDef, insert: Any) -> ast.FunctionDef:
-    """A copy of ``fn`` with the statements ``insert(s)`` gives, ``(before, after)``,
-    around each statement ``s`` of its body and nested blocks (not nested functions)."""
-
-    def rewrite(body: list[ast.stmt]) -> list[ast.stmt]:
-        out: list[ast.stmt] = []
-        for s in body:
-            before, after = insert(s)
-            if not isinstance(s, ast.FunctionDef):
-                for field in ("body", "orelse", "finalbody"):
-                    inner = getattr(s, field, None)
-                    if isinstance(inner, list):
-                        setattr(s, field, rewrite(inner))
-                for h in getattr(s, "handlers", None) or ():
-                    h.body = rewrite(h.body)
-            out += [*before, s, *after]
-        return out
-
-    return _with_body(fn, rewrite(list(fn.body)))
-
-
-def _with_body(fn: ast.FunctionDef, body: list[ast.stmt]) -> ast.FunctionDef:
-    """A copy of ``fn`` with another body."""
-    new = ast.FunctionDef(**{k: getattr(fn, k) for k in fn._fields})
-    new.lineno, new.col_offset = fn.lineno, fn.col_offset
-    new.body = body
-    return new
