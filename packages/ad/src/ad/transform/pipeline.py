@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ad.transform.activity import NONDIFF_BUILTINS, active_names, param_names, read_and_stored
+from ad.transform.alias_groups import aliased_seeds
 from ad.transform.anf import normalize
 from ad.transform.captured_stars import starred_parameters, unpack_captured
 from ad.transform.container_methods import methods_spelled
@@ -119,6 +120,7 @@ def front(
                 "_ad_follow_after",
             },
         )
+    seeds = aliased_seeds(anf, seeds, plain, f)
     active = active_names(anf, seeds, plain)
     callees |= attributes.keys()
     scalars = _scalar_functions(f, anf)
