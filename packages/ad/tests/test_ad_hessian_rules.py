@@ -97,22 +97,4 @@ def test_hessian_through_rules_matches_differences_of_the_gradient(name):
     f = CASES[name]
     H = ad.hessian(f, X3)
     np.testing.assert_allclose(H, fd_hessian(f, X3), rtol=1e-4, atol=1e-5)
-    if name in REVERSE_OVER_REVERSE_GAPS:
-        pytest.xfail(REVERSE_OVER_REVERSE_GAPS[name])
     np.testing.assert_allclose(ad.hessian_reverse(f, X3), H, rtol=1e-10, atol=1e-10)
-
-
-#: Cases whose rules' pullbacks reverse over reverse cannot differentiate yet
-#: (``hessian_reverse``); ``hessian`` covers them. Each must still fail: see
-#: ``test_reverse_over_reverse_gaps_are_still_gaps``.
-REVERSE_OVER_REVERSE_GAPS = {
-    "einsum": "einsum's pullback edits its subscripts string (str.replace has no rule)",
-}
-
-
-@pytest.mark.parametrize("name", sorted(REVERSE_OVER_REVERSE_GAPS))
-def test_reverse_over_reverse_gaps_are_still_gaps(name):
-    """A gap that closes should move out of the list (and be checked above)."""
-    with pytest.raises(Exception) as info:
-        ad.hessian_reverse(CASES[name], X3)
-    assert not isinstance(info.value, AssertionError)

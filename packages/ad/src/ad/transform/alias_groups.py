@@ -46,6 +46,7 @@ a few reads that carry nothing.
 from __future__ import annotations
 
 import ast
+import types
 from typing import Any
 
 from ad.transform.activity import (
@@ -87,7 +88,7 @@ def aliased_seeds(fn: ast.FunctionDef, seeds: set[str], plain: frozenset[str], f
         return seeds
     params = set(param_names(fn))
     stored = read_and_stored(fn)[1]
-    resolve = name_resolver(f, params | stored)
+    resolve = _through_modules(fn, name_resolver(f, params | stored))
     groups = _Groups()
     displays = _displays(fn)
     for s in statements(fn.body):
@@ -105,6 +106,34 @@ def aliased_seeds(fn: ast.FunctionDef, seeds: set[str], plain: frozenset[str], f
         if not grown:
             return seeds
         seeds |= grown
+
+
+def _through_modules(fn: ast.FunctionDef, resolve: Any) -> Any:
+    """``resolve``, with the temporaries bound to a module's attribute (``math.sin``,
+    ``np.linalg.norm``: ``t = _ad_getattr(math, 'sin')``) resolved to that attribute,
+    so that a call of one is judged as a call of the function by its own name."""
+    bound: dict[str, Any] = {}
+    for s in statements(fn.body):
+        v = getattr(s, "value", None)
+        if not (
+            isinstance(s, ast.Assign)
+            and isinstance(s.targets[0], ast.Name)
+            and isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Name)
+            and v.func.id == "_ad_getattr"
+            and len(v.args) == 2
+            and isinstance(v.args[0], ast.Name)
+            and isinstance(v.args[1], ast.Constant)
+        ):
+            continue
+        module = resolve(v.args[0].id)
+        if isinstance(module, types.ModuleType):
+            attr = getattr(module, str(v.args[1].value), UNBOUND)
+            if attr is not UNBOUND:
+                bound[s.targets[0].id] = attr
+    if not bound:
+        return resolve
+    return lambda name: bound[name] if name in bound else resolve(name)
 
 
 class _Groups:
@@ -183,6 +212,8 @@ def _sources(value: ast.expr, plain: frozenset[str], resolve: Any, displays: set
     args = [a for a in value.args if isinstance(a, ast.Name)]
     args += [k.value for k in value.keywords if isinstance(k.value, ast.Name)]
     names = [a.id for a in args]
+    if func == "_ad_getattr" and args and isinstance(resolve(names[0]), types.ModuleType):
+        return []  # a module's function (math.sin): a fresh value, holding nothing of ours
     if func in _READS or func in IN_PLACE_HELPERS:
         # the object read or written, and the value written: not the key or name
         objs = value.args[:1] + (value.args[-1:] if func in IN_PLACE_HELPERS else [])

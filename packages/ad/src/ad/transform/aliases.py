@@ -62,6 +62,9 @@ def aliased_writes(
     ``local(name)``: whether ``fn`` binds ``name``; ``handed(s)``: the local names
     statement ``s`` hands to a call that may write into them (``holders._Calls``),
     which count as written there."""
+    writes = [(s, written_in_place(s, active, plain) + handed(s)) for s in statements(fn.body)]
+    if not any(names or _pushforward_follow(s) for s, names in writes):
+        return {}, set()  # nothing written in place (straight-line code): nothing to share
     sources = _sources(fn, local)
     holdings = _holdings(fn, local)
     # where a name's object is given another holder (``ps = [c]``, ``q = c``)
@@ -69,8 +72,8 @@ def aliased_writes(
     order = _order(fn)
     params = set(param_names(fn))
     written: set[str] = set()
-    for s in statements(fn.body):
-        for name in written_in_place(s, active, plain) + handed(s):
+    for s, names in writes:
+        for name in names:
             if name.startswith("_ad_cap_") or not local(name) or _upstream(name, sources) & params:
                 continue  # a parameter's objects are checked as such; a capture's followed
             if sources.get(name) or any(_before(t, s, order) for t in shared.get(name, ())):

@@ -392,7 +392,10 @@ class _Calls:
             return None, []
         first = call.args[0] if call.args else None
         if func.id == "_ad_getattr" and isinstance(first, ast.Name):
-            if isinstance(target, ast.Name):
+            # a module's function (math.sin) writes nothing of ours: no receiver
+            if isinstance(target, ast.Name) and not isinstance(
+                self.resolve(first.id), types.ModuleType
+            ):
                 self.receivers[target.id] = first.id
             return None, []
         if not value_is_active(call, self.active, self.plain):
