@@ -185,10 +185,16 @@ def _varargs(*a):
     return a[0] * a[1] ** 2
 
 
-def test_reverse_over_reverse_refuses_varargs_naming_the_line_and_a_fix():
+def _keyword_only(y, *, s):
+    return s * y**3
+
+
+def test_reverse_over_reverse_follows_varargs_and_refuses_keyword_only_naming_the_line():
+    # y·y²: d²/dy² y³ = 6y
+    assert ad.hessian_reverse(lambda y: _varargs(y, y), 1.5) == pytest.approx(9.0, rel=1e-12)
     with pytest.raises(
         ad.NoRuleError,
-        match=r"_varargs has \*args.*test_ad_nested_partials\.py:\d+.*\n"
-        r"To fix: give .*_varargs positional parameters only, or use ad\.hessian",
+        match=r"_keyword_only has \*args.*test_ad_nested_partials\.py:\d+.*\n"
+        r"To fix: give .*_keyword_only positional parameters only, or use ad\.hessian",
     ):
-        ad.hessian_reverse(lambda y: _varargs(y, y), 1.0)
+        ad.hessian_reverse(lambda y: _keyword_only(y, s=2.0), 1.0)
