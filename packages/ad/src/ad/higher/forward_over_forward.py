@@ -33,6 +33,7 @@ from typing import Any
 
 from ad.errors import MutationError
 from ad.higher import nested_partials as _nested_partials
+from ad.higher.keyword_tangents import keyword_tangent, positional
 from ad.higher.unfold import (
     _SELF,
     _gen_call,
@@ -93,6 +94,9 @@ def forward_over(
         and all(_zero(t) for t in k̇w_ts.values())
     ):
         return _forward.call_with(op, ts, args, kwargs, kw_ts), _Z
+    if keyword_tangent(op, args, kwargs):  # Tangent[P](a=ȧ) in a rule's body: by position
+        op2, args2, tail, split = positional(op, kwargs, kw_ts)
+        return forward_over_fcall(op2, (_Z, *tail), args2, _Z, (_Z, *split(k̇w_ts)), split(k̇w))
     if op is getattr and len(args) == 2 and not kwargs:  # getattr(obj, name): a read
         op = _rules_objects.getattr_
     if op is functools.partial:  # building a partial: packing, at every level

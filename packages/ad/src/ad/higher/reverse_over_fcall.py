@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ad.errors import NoRuleError
+from ad.higher import keyword_tangents as _kw_tangents
 from ad.higher import nested_partials as _nested_partials
 from ad.higher.cotangent_parts import _is_zero, _pair, _tangents_ct
 from ad.higher.pushforward_kernels import kernel_for
@@ -308,6 +309,8 @@ def _fcall_gen_rrule(
             "over forward does not follow",
             "pass the arguments one by one",
         )
+    if _kw_tangents.keyword_tangent(f, args, kwnames):  # Tangent[P](a=ȧ): by position
+        return _kw_tangents.reverse_over(config, f, kwnames, kwvalues, kw_ts)
     if not kwnames:  # a positional call (f(*args) with an empty **{}): fcall's own rule
         out, self_pb = _fcall_rrule(config, f, (ḟ, *arg_ts), *args)
 

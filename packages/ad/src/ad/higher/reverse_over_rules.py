@@ -21,6 +21,7 @@ from typing import Any
 
 from ad.higher import nested_partials as _nested_partials
 from ad.higher.cotangent_parts import _is_zero, _pair, _tangents_ct
+from ad.higher.keyword_tangents import tangent_of
 from ad.higher.unsupported import _unsupported
 from ad.runtime import forward as _forward
 from ad.runtime import rules_objects as _rules_objects
@@ -80,6 +81,7 @@ def _structural() -> frozenset:
             _nested_partials.make_partial,
             _nested_partials.split,
             _nested_partials.pack,
+            tangent_of,  # Tangent[P](a=ȧ) in a rule's body, by position (keyword_tangents)
         ]
     )
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ad.higher import nested_partials as _nested_partials
+from ad.higher.keyword_tangents import keyword_tangent, positional
 from ad.higher.nested_pushforward import nested_pushforward
 from ad.higher.reverse_over_rules import _STRUCTURAL
 from ad.higher.unsupported import _unsupported
@@ -93,6 +94,13 @@ def unfold(op: Any, ts: tuple, args: tuple, kwargs: dict, kw_ts: dict) -> tuple:
             return (_Z, ȯp, _forward.tan_tuple(*ṫs), *ȧ), {}
 
         return _forward.fcall, (op, ts, *args), {}, linear_tmap
+    if keyword_tangent(op, args, kwargs):  # Tangent[P](a=ȧ) in a rule's body: by position
+        op2, args2, tail, split = positional(op, kwargs, kw_ts)
+
+        def kw_tangent_tmap(ȯp: Any, ṫs: tuple, ȧ: tuple, k̇w: dict, k̇w_ts: dict) -> tuple:
+            return (_Z, _Z, _forward.tan_tuple(_Z, *split(k̇w_ts)), *split(k̇w)), {}
+
+        return _forward.fcall, (op2, (_Z, *tail), *args2), {}, kw_tangent_tmap
     if _forward._hashable(op) and op in _SELF:  # ad's own dispatch, one level up
         return _SELF[op](ts, args, kwargs, kw_ts)
     if op is functools.partial or _nested_partials.is_partial(op):

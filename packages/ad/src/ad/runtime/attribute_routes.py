@@ -16,6 +16,7 @@ import functools
 import types
 from typing import Any
 
+from ad.runtime import library_code
 from ad.runtime import reverse as _runtime
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import np_module
@@ -90,6 +91,10 @@ def _read_plan(cls: type, name: str, bypass: bool) -> Any:
         return None  # a tangent's fields are data (its __getattr__ reads its backing)
     if is_duck_array_type(cls):
         return None  # a dask or CuPy array: its attributes have rules, as numpy's (getattr)
+    if issubclass(cls, library_code.DERIVATIVE_FREE_TYPES):
+        # no derivative rides on it: its attributes are constants, whatever code
+        # computes them (np.finfo's cached_property ``tiny`` caches on first read)
+        return None
     if not bypass:
         custom = _python_slot(cls, "__getattribute__")
         if custom is not None:

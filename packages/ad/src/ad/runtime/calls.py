@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["bind", "dispatch", "fcall", "rcall", "rcall_kw"]
+__all__ = ["bind", "dispatch", "fcall", "fcall_gen", "rcall", "rcall_kw"]
 
 #: ``rcall(f, *args) -> (y, pullback)``: reverse mode's dispatch (``reverse``).
 rcall: Callable[..., tuple[Any, Callable]]
@@ -31,6 +31,10 @@ rcall_kw: Callable[[Any, tuple, dict], tuple[Any, Callable]]
 fcall: Callable[..., tuple[Any, Any]]
 #: ``dispatch(f, tangents, args, kwargs, kw_tangents) -> (y, ẏ)``: with keywords.
 dispatch: Callable[..., tuple[Any, Any]]
+#: ``fcall_gen(f, ḟ, args, arg_ts, stars, kwnames, kwvalues, kw_ts) -> (y, ẏ)``: the
+#: call with keywords that generated code makes, which nested differentiation
+#: follows at every level (``dispatch`` is the runtime's own: it has no rules).
+fcall_gen: Callable[..., tuple[Any, Any]]
 
 
 def bind(**dispatchers: Callable) -> None:

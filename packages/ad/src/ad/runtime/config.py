@@ -56,7 +56,13 @@ class ADConfig(RuleConfig, HasReverseMode, HasForwardsMode):
             )
         tangents = tuple(ZeroTangent() if ṫ is None else ṫ for ṫ in tangents)
         if kwargs:
-            return calls.dispatch(f, tangents, args, kwargs, {})
+            # as generated code calls with keywords: a rule's body that calls this is
+            # differentiated again at higher order, where fcall_gen has rules
+            names = tuple(kwargs)
+            zeros = (ZeroTangent(),) * len(names)
+            ḟ = tangents[0]
+            values = tuple(kwargs.values())
+            return calls.fcall_gen(f, ḟ, args, tangents[1:], None, names, values, zeros)
         return calls.fcall(f, tangents, *args)
 
 

@@ -34,6 +34,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from rulescore import non_differentiable
+
 __all__ = ["CONVERSIONS", "defines_inplace", "dispatch", "method", "overriding"]
 
 _FunctionType = types.FunctionType
@@ -171,3 +173,10 @@ def overriding(obj: Any, name: str) -> Any:
         return None
     m = method(cls, name)
     return m if type(m) is _FunctionType else None
+
+
+# Which method a class defines: a question about types, which rule bodies ask
+# (``x op= y``'s frule), so nested differentiation runs it as it is.
+non_differentiable(method)
+non_differentiable(defines_inplace)
+non_differentiable(overriding)

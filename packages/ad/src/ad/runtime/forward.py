@@ -456,4 +456,4 @@ FORWARD_NAMES: dict[str, Any] = {
     "_ad_field": field_ct,
 }
 
-calls.bind(fcall=fcall, dispatch=dispatch)
+calls.bind(fcall=fcall, dispatch=dispatch, fcall_gen=fcall_gen)

@@ -10,7 +10,7 @@ plain Python (``plain_calls``), whose derivative is zero when its result, or
 every input, provably carries none (``derivative_free``): a string, bytes, a
 bool, an int (piecewise constant), None, a numpy array or scalar of bools,
 ints, strings or dates, a type, an object of ``DERIVATIVE_FREE_TYPES`` (a random
-generator: its draws are constants), or a tuple, list, dict or set of such.
+generator: its draws are constants; machine limits such as ``np.finfo``), or a tuple, list, dict or set of such.
 Opaque objects (iterators, ``zip``/``map`` objects, containers of floats, user
 objects) are never taken as derivative-free: they could hold what carries the
 derivative.
@@ -139,7 +139,10 @@ def _in_stdlib(filename: str) -> bool:
 def library_class(cls: type) -> bool:
     """Whether constructing ``cls`` runs no Python code of the user's: its ``__new__``
     and ``__init__`` are C code or the standard library's (``np.float64``,
-    ``fractions.Fraction``, ``_json.Encoder``)."""
+    ``fractions.Fraction``, ``_json.Encoder``), or its objects carry no derivative
+    (``DERIVATIVE_FREE_TYPES``: ``np.finfo(x.dtype)``)."""
+    if issubclass(cls, DERIVATIVE_FREE_TYPES):
+        return True
     for attr in ("__new__", "__init__"):
         m = getattr(cls, attr, None)
         m = getattr(m, "__func__", m)  # a staticmethod's or classmethod's function
@@ -196,8 +199,10 @@ _UNCHANGEABLE = _FREE_SCALARS | {float, complex, tuple, frozenset}
 
 def _opaque_free_types() -> tuple[type, ...]:
     """Objects of a library's own that hold no value a derivative could ride on: random
-    generators and their seeds (their draws are constants), dtypes, compiled
-    regular expressions and their matches (strings), locks."""
+    generators and their seeds (their draws are constants), dtypes, machine limits
+    (``np.finfo``, ``np.iinfo``: constants of a dtype, whose attributes are computed
+    and cached on first read), compiled regular expressions and their matches
+    (strings), locks."""
     import random
     import re
     import threading
@@ -208,6 +213,7 @@ def _opaque_free_types() -> tuple[type, ...]:
     if np is not None:
         r = np.random
         kinds += [np.dtype, r.Generator, r.RandomState, r.BitGenerator, r.SeedSequence]
+        kinds += [np.finfo, np.iinfo]
     return tuple(kinds)
 
 

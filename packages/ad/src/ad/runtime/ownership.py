@@ -43,6 +43,7 @@ import copy
 import dis
 import inspect
 import os
+import re
 import sys
 import types
 from itertools import islice
@@ -75,6 +76,17 @@ _OPAQUE = frozenset([types.ModuleType, type, types.BuiltinFunctionType])
 #: and the prefixes of the AD's own variables in them.
 _PREFIXES = ("_ad_", PURE_PREFIX)
 _GENERATED = frozenset(p + "fwd" for p in _PREFIXES)
+#: A pushforward generated to be pushed forward again (``nested_pushforward``,
+#: third order) renames the AD's variables ``_a<k>_...``, a prefix no name of the
+#: function starts with.
+_NESTED_NAME = re.compile(r"_a[0-9]+_")
+
+
+def _ads(name: str) -> bool:
+    """Whether a generated frame's variable ``name`` is the AD's own."""
+    return name.startswith(_PREFIXES) or _NESTED_NAME.match(name) is not None
+
+
 #: Where the frames of the AD's runtime come from: everything they hold is the AD's.
 _INTERNAL = tuple(
     os.path.dirname(m.__file__) + os.sep
@@ -260,7 +272,7 @@ class _Holders:
         own_codes = {id(c) for c in frame.f_code.co_consts if isinstance(c, types.CodeType)}
         free = frame.f_code.co_freevars
         for k, v in _locals(frame):
-            if k.startswith(_PREFIXES) and k not in free and k != self.name:
+            if _ads(k) and k not in free and k != self.name:
                 self.count(v, _DEPTH, own_codes)
                 if self.internal >= self.need:
                     return True
@@ -298,7 +310,7 @@ class _Holders:
                         # a variable the user's function captures (its cell outlives
                         # the function that made it): the user's; an enclosing
                         # generated frame's own cells are counted there, as its locals
-                        if generated and not k.startswith(_PREFIXES) and self.holds(v, 3):
+                        if generated and not _ads(k) and self.holds(v, 3):
                             self.users.append(f"{k} (captured from an enclosing function)")
                         continue
                     if (
@@ -309,12 +321,14 @@ class _Holders:
                         continue  # the variable being written (or, for its base, the view)
                     # the AD's own code, differentiated again (the kernels of hessian and
                     # hvp, a rule's body): all its variables are the AD's
-                    if not generated or ours or k.startswith(_PREFIXES):
+                    if not generated or ours or _ads(k):
                         if internal:
                             self.count(v, _DEPTH, own_codes)
                     elif self.holds(v, 3):
                         self.users.append(k if first else f"{k} (in {_where(frame)})")
-                first = first and not generated
+                first = first and (
+                    ours or not generated
+                )  # the AD's own rule bodies: not the writer
             callee = frame if generated or ours else None
             keyword_callee = frame if generated else None
             frame = frame.f_back
@@ -383,7 +397,7 @@ class _Holders:
             # a generated primal shares the user's function's cells: those are the user's
             user = code.co_freevars if code.co_name in _GENERATED else ()
             for name, cell in zip(code.co_freevars, v.__closure__):
-                if name in user and not name.startswith(_PREFIXES):
+                if name in user and not _ads(name):
                     continue
                 if id(cell) not in self.seen:
                     self.seen.add(id(cell))
@@ -611,4 +625,20 @@ def _(config: Any, x: Any, *args: Any, forward: bool = False) -> Any:
 def _(
     config: Any, ḟ: Any, *args: Any, forward: bool = False
 ) -> Any:  # args: the tangents, then the arguments (four to seven)
+    return _own_nested(*args[len(args) // 2 :]), args[0]
+
+
+# At third order the rules above are differentiated again, as source: the check
+# itself (it reads frames, empties their snapshots) is not differentiated; its
+# value is ``x`` or a copy of it, through which the derivative passes.
+@rrule.register(_own_nested, config=ADConfig)
+def _(config: Any, x: Any, *args: Any) -> Any:
+    def own_nested_pullback(ȳ: Any) -> tuple:
+        return (_NO, ȳ) + (_NO,) * len(args)
+
+    return _own_nested(x, *args), own_nested_pullback
+
+
+@frule.register(_own_nested, config=ADConfig)
+def _(config: Any, ḟ: Any, *args: Any) -> Any:  # the tangents, then the arguments
     return _own_nested(*args[len(args) // 2 :]), args[0]

@@ -26,6 +26,7 @@ import types
 from typing import Any
 
 from ad.errors import NoRuleError
+from ad.runtime import library_code
 from ad.runtime.library_code import _UNCHANGEABLE, _in_stdlib, derivative_free
 from ad.runtime.tracebacks import call_site
 
@@ -73,7 +74,9 @@ class _Snapshot:
                     if v.dtype.kind != "O":
                         v.flags.writeable = False
                         locked.append(v)
-            elif _has_state(v):
+            elif _has_state(v) and not isinstance(v, library_code.DERIVATIVE_FREE_TYPES):
+                # an object of no derivative may cache its own state (``np.finfo``'s
+                # ``cached_property`` attributes, a generator's draws): not followed
                 before.append((i, v, dict(vars(v))))
         self.before = before
         self.locked = locked
