@@ -6,7 +6,11 @@ its own names: every generated name (the runtime helpers' too) gets a prefix
 that no name in the tree starts with, so that the outer transform's names
 cannot collide with the inner's, and the outer transform reads calls of the
 helpers as calls, not as its own constructs. Its tree is registered with
-``transform.source`` and the result cached per code object.
+``transform.source`` and the result cached per code object. Like the first-order
+transforms (``transform.cache``), it is specialised on the helpers it inlined:
+it is used only while their names still resolve to them (its ``guards``), else
+the general form, built without inlining, is (which calls whatever the names
+hold at run time).
 """
 
 from __future__ import annotations
@@ -40,16 +44,26 @@ def nested_pushforward(f: types.FunctionType, closure_active: bool) -> tuple:
     private names renamed so that it can be differentiated again (its source tree
     is registered), bound to ``f``; ``dt``/``df`` name its keyword-only tangent
     parameters, ``spec`` is ``f``'s signature."""
+    from ad.transform.inline_guards import guards_hold
+
     key = (f.__code__, closure_active)
     entry = _NESTED.get(key)
     if entry is None:
-        entry = _build(f, closure_active)
-        _NESTED[key] = entry
+        entry = _NESTED[key] = _build(f, closure_active)
+    if entry[0].guards and not guards_hold(entry[0].guards, f):
+        # A name it inlined a helper for, or resolved at build time, holds another
+        # object now: the general form, which calls what the names hold.
+        general = (*key, False)
+        entry = _NESTED.get(general)
+        if entry is None:
+            entry = _NESTED[general] = _build(f, closure_active, inline=False)
     compiled, dt, df = entry
     return compiled.instantiate(f), compiled.spec, dt, df
 
 
-def _build(f: types.FunctionType, closure_active: bool) -> tuple:
+def _build(f: types.FunctionType, closure_active: bool, inline: bool = True) -> tuple:
+    """``(compiled, dt, df)`` for ``nested_pushforward`` (``inline``: with the small
+    helpers ``f`` calls inlined, under guards)."""
     from ad.runtime.helpers import FORWARD_HELPERS
     from ad.transform import front
     from ad.transform.codegen import compile_primal, factory_module
@@ -57,7 +71,7 @@ def _build(f: types.FunctionType, closure_active: bool) -> tuple:
     from ad.transform.forward import generate_forward
     from ad.transform.source_registry import register_generated
 
-    fr = front(f, closure_active)
+    fr = front(f, closure_active, inline=inline)
     freevars = f.__code__.co_freevars
     fn = generate_forward(fr.anf, fr.active, freevars, closure_active, fr.filename, fr.plain)
     fn = copy.deepcopy(fn)  # renamed in place below: it may share nodes with cached trees
@@ -98,5 +112,6 @@ def _build(f: types.FunctionType, closure_active: bool) -> tuple:
         code=code,
         helper_cells={n: types.CellType(v) for n, v in helpers.items()},
         spec=signature_of(fr.anf),
+        guards=fr.guards,
     )
     return compiled, prefix + "dt", prefix + "df"
