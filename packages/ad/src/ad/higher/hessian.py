@@ -310,6 +310,11 @@ def diaghessian(f: Callable, /, *args: Any, **kwargs: Any) -> tuple:
     never forms the whole matrix. Keyword arguments are passed to ``f`` and
     not differentiated.
 
+    A complex argument follows ``hessian``'s convention for a complex number: an
+    entry is the derivative along the real direction of the gradient's entry
+    ``∂f/∂re + i·∂f/∂im``, that is ``∂²f/∂re² + i·∂²f/∂re∂im`` (a complex array
+    of the argument's shape; ``∂²f/∂im²`` is ``hvp`` along ``1j`` directions).
+
     >>> import math
     >>> d = diaghessian(lambda x, y: math.sin(x * y), 1.0, 2.0)
     >>> [round(v, 12) for v in d] == [round(-4 * math.sin(2.0), 12), round(-math.sin(2.0), 12)]
@@ -332,14 +337,15 @@ def diaghessian(f: Callable, /, *args: Any, **kwargs: Any) -> tuple:
                 out.append(None)
                 continue
             arr = _as_array("diaghessian", a)
-            flat = np.zeros(arr.size)
+            # complex: each entry keeps its imaginary part, as for a complex number
             dtype = np.result_type(arr.dtype, np.float64)
+            flat = np.zeros(arr.size, dtype=dtype)
             for k in range(arr.size):
                 e = np.zeros(arr.shape, dtype=dtype)
                 e.flat[k] = 1.0
                 none[i] = e if isinstance(a, np.ndarray) else e.tolist()
                 col = hvp(f, args, tuple(none))[i]
-                flat[k] = 0.0 if col is None else np.asarray(col, dtype=float).reshape(-1)[k]
+                flat[k] = 0.0 if col is None else np.asarray(col, dtype=dtype).reshape(-1)[k]
             out.append(flat.reshape(arr.shape))
         return tuple(out)
     except Exception as e:
