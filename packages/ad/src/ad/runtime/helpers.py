@@ -24,6 +24,8 @@ from ad.runtime.forward_arithmetic import FAST_HELPERS as FORWARD_ARITHMETIC
 from ad.runtime.fused_regions import NOVALUE, fused_fit, fused_full, fused_seed, fused_shape
 from ad.runtime.inline_arithmetic import mul_adjoint, pow_adjoint
 from ad.runtime.item_reads import ITEM_HELPERS
+from ad.runtime.obtained_holders import entries as obtained_entries
+from ad.runtime.obtained_holders import unchanged as obtained_unchanged
 from ad.runtime.ownership import own
 from ad.runtime.plain_functions import plain_entry
 from ad.runtime.rules_containers import (
@@ -104,6 +106,8 @@ HELPERS: dict[str, Any] = {
     "_ad_follow_written": follow_written,
     "_ad_holder_print": holder_print,
     "_ad_follow_after": follow_after,
+    "_ad_obtained_entries": obtained_entries,
+    "_ad_obtained_unchanged": obtained_unchanged,
     "_ad_unfollowed": unfollowed,
     "_ad_unfollowed_parameter": unfollowed,
     "_ad_unfollowed_call": unfollowed_call,

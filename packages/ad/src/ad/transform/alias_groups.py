@@ -72,6 +72,7 @@ _READS = frozenset(
 #: the AD's own helpers that return nothing of their arguments
 _NOT_ALIASING = frozenset(
     ["_ad_len", "_ad_range", "_ad_isinstance", "_ad_type", "_ad_unfollowed", "_ad_method_form"]
+    + ["_ad_obtained_entries", "_ad_obtained_unchanged"]
 )
 _OWN = ("ad", "rules", "rulescore")
 #: the generated primals, differentiated again at higher orders (``build.PURE_PREFIX``)

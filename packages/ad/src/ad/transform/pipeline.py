@@ -1,7 +1,8 @@
 """The front of the pipeline, shared by reverse and forward mode: source to activity.
 
 ``front`` runs source -> protocols -> fence -> captured stars -> desugar -> anf ->
-inlining -> holders -> activity on one function and returns a ``Front``: the ANF body, the
+inlining -> holders -> obtained holders -> activity on one function and returns a
+``Front``: the ANF body, the
 names that may carry a derivative, and what the names it reads resolve to now
 (plain builtins, plain Python functions without rules). The reverse pass
 (``build``) and the forward pass (``forward``) generate code from it.
@@ -27,6 +28,7 @@ from ad.transform.fence import check_supported
 from ad.transform.fuse import module_attribute
 from ad.transform.holders import follow_holders
 from ad.transform.inlining import ENABLED, inline_helpers
+from ad.transform.obtained_holders import check_obtained
 from ad.transform.protocols import explicit_protocols
 from ad.transform.source import get_source
 from ad.transform.source_registry import constant_freevars
@@ -108,6 +110,7 @@ def front(
             attributes = _module_functions(f, anf)
     guards += star_guards
     followed, seeds = follow_holders(anf, seeds, plain, f, src.filename)
+    followed = check_obtained(followed, seeds, plain, f, src.filename)
     if followed is not anf:
         anf, reads = (
             followed,
@@ -118,6 +121,8 @@ def front(
                 "_ad_unfollowed_call",
                 "_ad_holder_print",
                 "_ad_follow_after",
+                "_ad_obtained_entries",
+                "_ad_obtained_unchanged",
             },
         )
     seeds = aliased_seeds(anf, seeds, plain, f)
