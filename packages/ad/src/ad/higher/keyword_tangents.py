@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ad.runtime.config import ADConfig
+from ad.runtime.cotangents import entries
 from ad.runtime.state import keep_stateful
 from rulescore import AbstractZero, NoTangent, Tangent, ZeroTangent, canonicalize, frule, rrule
 from rulescore import unthunk as _unthunk
@@ -59,15 +60,13 @@ def positional(op: Any, kwargs: dict, kw_ts: dict) -> tuple[Any, tuple, tuple, C
 
 
 def reverse_over(
-    config: Any, cls: type, kwnames: tuple, kwvalues: tuple, kw_ts: tuple
+    fcall: tuple, config: Any, cls: type, kwnames: tuple, kwvalues: tuple, kw_ts: tuple
 ) -> tuple[Any, Callable]:
     """The ``rrule`` of ``fcall_gen(cls, ḟ, (), (), None, kwnames, kwvalues, kw_ts)``
     (reverse over forward) as that of the positional ``fcall`` of ``tangent_of``,
-    its cotangents laid out as ``fcall_gen``'s."""
-    # reverse_over_fcall imports this module (through reverse_over_rules)
-    from ad.higher.reverse_over_fcall import _fcall_gen_cts as gen_cts
-    from ad.higher.reverse_over_fcall import _fcall_rrule as fcall_rrule
-    from ad.runtime.cotangents import entries
+    its cotangents laid out as ``fcall_gen``'s. ``fcall``: ``reverse_over_fcall``'s
+    ``(fcall's rrule, fcall_gen's cotangent layout)``, which imports this module."""
+    fcall_rrule, gen_cts = fcall
 
     m = len(kwnames)
     args = (cls, kwnames, *kwvalues)

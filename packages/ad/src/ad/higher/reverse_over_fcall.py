@@ -310,7 +310,7 @@ def _fcall_gen_rrule(
             "pass the arguments one by one",
         )
     if _kw_tangents.keyword_tangent(f, args, kwnames):  # Tangent[P](a=ȧ): by position
-        return _kw_tangents.reverse_over(config, f, kwnames, kwvalues, kw_ts)
+        return _kw_tangents.reverse_over(_FCALL, config, f, kwnames, kwvalues, kw_ts)
     if not kwnames:  # a positional call (f(*args) with an empty **{}): fcall's own rule
         out, self_pb = _fcall_rrule(config, f, (ḟ, *arg_ts), *args)
 
@@ -534,6 +534,7 @@ def _fcall_gen_cts(
 
 
 rrule.register(_forward.fcall_gen, config=ADConfig)(_fcall_gen_rrule)
+_FCALL = (_fcall_rrule, _fcall_gen_cts)  # for keyword_tangents.reverse_over
 
 
 def _through_apply(ts: tuple, args: tuple) -> tuple[Any, Callable]:
