@@ -13,7 +13,9 @@
 * ``zip``/``enumerate`` over tuples, lists and arrays are structural: the output
   is the iterator Python returns, and its cotangent is the sequence of the
   cotangents of the items it yielded (shorter if the loop stopped early), which
-  the pullback transposes back onto the inputs.
+  the pullback transposes back onto the inputs. In forward mode an iterator
+  another of these frules returned (``enumerate(zip(xs, ys))``) is read into a
+  list first: its tangent is the list of its items' tangents.
 * ``copy.deepcopy(x)``: a copy of the same structure, so its derivative is the
   identity, structure for structure (arrays copied included; a ``memo`` gets
   no tangent).
@@ -257,18 +259,19 @@ def _(ḟ, ẋ, ẏ, x: Num, y: Num):
 
 
 def _transpose_items(ȳ: Any, n_inputs: int, its: tuple, offset: int) -> list:
-    """Per input, the entry cotangents: ``ȳ[k][j + offset]`` is item ``k`` of input ``j``."""
+    """Per input, the entry cotangents: ``ȳ[k][j + offset]`` is item ``k`` of input ``j``.
+
+    Built by comprehensions, not by writes into nested lists, so that reverse over
+    reverse differentiates this pullback too."""
     ȳ = unthunk(ȳ)
-    per_input: list[list] = [[_ZERO] * len(it) for it in its]
     if _is_zero(ȳ):
-        return per_input
-    for k, item in enumerate(ȳ):  # may be shorter: the loop stopped early
-        item = unthunk(item)
-        if _is_zero(item):
-            continue
-        for j in range(n_inputs):
-            per_input[j][k] = unthunk(item[j + offset])
-    return per_input
+        return [[_ZERO] * len(it) for it in its]
+    items = [unthunk(item) for item in ȳ]  # may be shorter: the loop stopped early
+    return [
+        [_ZERO if _is_zero(item) else unthunk(item[j + offset]) for item in items]
+        + [_ZERO] * (len(its[j]) - len(items))
+        for j in range(n_inputs)
+    ]
 
 
 _Iter = tuple | list | np.ndarray | range
@@ -295,6 +298,28 @@ def _(ḟ, ẋ, it: _Iter):
     return iter(it), item_tangents(it, ẋ, len(it))
 
 
+def _sequences_of(its: tuple, tangents: tuple) -> list | None:
+    """``its`` as sequences whose items' tangents ``item_tangents`` reads, or None
+    (the frule declines). An iterator that another iteration frule returned
+    (``enumerate(zip(xs, ys))``, ``zip(iter(xs), ys)``) has the list of its items'
+    tangents as its tangent: it is read into a list, the same items in the same
+    order. Any other iterator (a generator, ``itertools.count()``) is left alone,
+    unconsumed, whatever the others are."""
+    if all(isinstance(it, _Iter) for it in its):
+        return list(its)
+    for it, ẋ in zip(its, tangents):
+        if not isinstance(it, _Iter) and (type(ẋ) is not list or iter(it) is not it):
+            return None
+    out = []
+    for it, ẋ in zip(its, tangents):
+        if not isinstance(it, _Iter):
+            it = list(it)
+            if len(it) != len(ẋ):
+                raise ValueError(f"an iterator of {len(it)} items has {len(ẋ)} tangents")
+        out.append(it)
+    return out
+
+
 @rrule.register(builtins.zip)
 def _(*its: _Iter, **kwargs: Any):
     Ω = zip(*its, **kwargs)
@@ -309,8 +334,8 @@ def _(*its: _Iter, **kwargs: Any):
 @frule.register(builtins.zip)
 def _(ḟ, *args: Any, **kwargs: Any):
     n = len(args) // 2
-    its = args[n:]
-    if not all(isinstance(it, _Iter) for it in its):
+    its = _sequences_of(args[n:], args[:n])
+    if its is None:
         return None
     Ω = zip(*its, **kwargs)
     m = min((len(it) for it in its), default=0)
@@ -332,10 +357,11 @@ def _(it: _Iter, *start: numbers.Integral):
 @frule.register(builtins.enumerate)
 def _(ḟ, *args: Any):
     n = len(args) // 2
-    it = args[n]
-    if not isinstance(it, _Iter):
+    seqs = _sequences_of(args[n : n + 1], args[:1])
+    if seqs is None:
         return None
-    Ω = enumerate(*args[n:])
+    (it,) = seqs
+    Ω = enumerate(it, *args[n + 1 :])
     entries = item_tangents(it, args[0], len(it))
     return Ω, [Tangent[tuple](_NO, e) for e in entries]
 

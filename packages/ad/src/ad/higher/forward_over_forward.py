@@ -143,7 +143,8 @@ def forward_over(
         return _over_append(ts, args, ṫs, ȧ)
     if _forward._hashable(op) and op in _FIELD_WRITES and len(args) == 3:
         raise _field_write_refused(*args)
-    plain = op not in _SELF and (not _forward._hashable(op) or op not in _forward._FRULES)
+    hashable = _forward._hashable(op)  # a dataclass with __call__ is not
+    plain = not hashable or (op not in _SELF and op not in _forward._FRULES)
     if plain and library_callable(op):  # library code: as plain Python
         return _over_plain(op, ts, args, kwargs, kw_ts, ṫs, ȧ, k̇w, k̇w_ts)
     u = unfold(op, ts, args, kwargs, kw_ts)

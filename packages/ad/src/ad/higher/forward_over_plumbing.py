@@ -262,16 +262,20 @@ def _(config: Any, ṡ: Any, ṫ: Any, t: Any) -> Any:
     return backing(t), (_Z if _zero(ṫ) else backing(ṫ) if isinstance(ṫ, Tangent) else ṫ)
 
 
-_generic_getattr = frule.table.lookup(_rules_objects.getattr_, (object, str), ADConfig)
-
-
 def _tangent_getattr_frule(config: Any, ṡ: Any, ṫ: Any, ṅ: Any, t: Any, name: str) -> Any:
-    """``t._backing`` of a tangent ``t`` (a rule's body reading its entries)."""
-    if name != "_backing":
-        impl = _generic_getattr.impl
-        args = (ṡ, ṫ, ṅ, t, name)
-        return impl(config, *args) if _generic_getattr.takes_config else impl(*args)
+    """``t._backing`` of a tangent ``t`` (a rule's body reading its entries), or a
+    field ``t.name`` (``ad.gradient(loss, p)[0].b`` under an outer ``jvp``). Both are
+    linear reads: a tangent's tangent is a tangent of the same kind, whose entry of
+    that name (zero where it has none) is the field's tangent."""
     ṫ = unthunk(ṫ)
+    if name != "_backing":
+        value = getattr(t, name)
+        if _zero(ṫ):
+            return value, _Z
+        if isinstance(ṫ, Tangent):
+            entry = ṫ._backing.get(name, _Z) if isinstance(ṫ._backing, dict) else _Z
+            return value, unthunk(entry)
+        return value, getattr(ṫ, name, _Z)
     return t._backing, (_Z if _zero(ṫ) else backing(ṫ) if isinstance(ṫ, Tangent) else ṫ)
 
 

@@ -25,6 +25,7 @@ from ad.api.user_results import to_user
 from ad.errors import NonScalarOutputError
 from ad.higher.cotangent_parts import _is_zero, _tangents_ct, as_called
 from ad.higher.reverse_over_reverse import gradient_pure
+from ad.higher.unsupported import reverse_over_reverse_refusal
 from ad.runtime import forward as _forward
 from ad.runtime.config import ADConfig
 from ad.runtime.cotangents import entries
@@ -72,9 +73,72 @@ def _first_gradient(f: Callable, x: Any) -> Any:
     return gradient(f, fresh(x))[0]
 
 
-def _check_scalar(name: str, f: Callable, args: tuple) -> None:
+def _check_scalar(name: str, f: Callable, args: tuple) -> bool:
+    """Refuse a vector-valued ``f``; True when ``f`` returns a tuple whose first
+    element is the real number differentiated (``(loss, aux)``, as ``hvp`` and
+    ``withgradient`` read it)."""
     y = f(*fresh(args))
-    _refuse_vector(y, f, name, "the Hessian of a vector-valued function is a 3-index array")
+    first = type(y) is tuple and len(y) > 0
+    _refuse_vector(y[0] if first else y, f, name, _VECTOR)
+    return first
+
+
+_VECTOR = "the Hessian of a vector-valued function is a 3-index array"
+
+
+def _first_output(f: Callable) -> Callable:
+    """``x ↦ f(x)[0]``: a ``(loss, aux)`` function's loss."""
+
+    def first_output(x: Any) -> Any:
+        return f(x)[0]
+
+    return first_output
+
+
+def _rebuilt(a: Any, like: Any) -> Any:
+    """The array ``a``, made of the (nested) list ``like``, as that list: its
+    entries ``a[i]``, so ``f`` reads what it was given, and every entry, one ``f``
+    does not use included, has a derivative (zero), as an array's entries do."""
+    if type(like) is list:
+        return [_rebuilt(a[i], like[i]) for i in range(len(like))]
+    return a
+
+
+def _prepared(name: str, f: Callable, x: Any, more: tuple) -> tuple[Callable, Any]:
+    """``hessian``'s and ``hessian_reverse``'s ``(f, x)``, checked: one argument;
+    ``f``'s loss when it returns ``(loss, aux)``; a list ``x`` as an array that
+    ``f`` reads back as the list (``_rebuilt``)."""
+    if more:
+        raise TypeError(
+            f"{name}(f, x) differentiates one argument, got {1 + len(more)}.\n"
+            f"To fix: fix the others in a closure ({name}(lambda x: f(x, y), x)); for the "
+            "Hessian in all of them, pack them in one array (np.concatenate) and unpack "
+            "it inside f; for a mixed block d2f/dx dy, "
+            "ad.jacobian(lambda y: ad.gradient(f, x, y)[0], y); ad.hvp and ad.diaghessian "
+            "take several arguments."
+        )
+    if _check_scalar(name, f, (x,)):
+        f = _first_output(f)
+    if _is_number(x):
+        return f, x
+    a = _as_array(name, x)
+    if a.dtype.kind == "c":
+        raise TypeError(
+            f"{name}(f, z) of a complex array: the Hessian of a real function of complex "
+            "entries is a real matrix in their real and imaginary parts, of twice the size, "
+            f"which {name} does not form (a complex number alone gives H[re,re] + i*H[im,re]).\n"
+            f"To fix: pass real coordinates, {name}(lambda v: f(v[:n] + 1j * v[n:]), "
+            "np.concatenate([z.real, z.imag])) with n = z.size, or use ad.hvp(f, (z,), (v,)) "
+            "for products with it."
+        )
+    if type(x) is list:
+        like = x
+
+        def of_list(a: Any) -> Any:
+            return f(_rebuilt(a, like))
+
+        return of_list, a
+    return f, x
 
 
 def _refuse_vector(y: Any, f: Callable, name: str, why: str) -> None:
@@ -110,7 +174,7 @@ def _as_array(name: str, x: Any) -> np.ndarray:
 
 
 @entry_point
-def hessian(f: Callable, x: Any, /, **kwargs: Any) -> Any:
+def hessian(f: Callable, x: Any, /, *more: Any, **kwargs: Any) -> Any:
     """The Hessian of a real-valued ``f`` at ``x``: forward mode over ``gradient``.
 
     For an array (or nested list) ``x`` the result is the matrix
@@ -118,7 +182,8 @@ def hessian(f: Callable, x: Any, /, **kwargs: Any) -> Any:
     ``H.shape == (x.size, x.size)``; for a number, a number. Each column is
     one pushforward of ``∇f`` (a Hessian-vector product, computed as reverse
     mode over forward mode), so the cost is ``x.size`` times a few gradients.
-    Keyword arguments are passed to ``f`` and not differentiated.
+    Keyword arguments are passed to ``f`` and not differentiated. When ``f``
+    returns a tuple, its first element is differentiated (as in ``hvp``).
 
     >>> import numpy as np
     >>> hessian(lambda x: x[0] * x[1], np.array([1.0, 2.0]))
@@ -134,11 +199,10 @@ def hessian(f: Callable, x: Any, /, **kwargs: Any) -> Any:
     """
     try:
         f = bind_keywords(f, kwargs)
-        _check_scalar("hessian", f, (x,))
+        f, x = _prepared("hessian", f, x, more)
         if _is_number(x):
             ẏ = jvp(_first_gradient, (f, x), (None, 1.0))[1]
             return 0.0 if ẏ is None else ẏ
-        _as_array("hessian", x)
         return jacobian(lambda x: _first_gradient(f, x), x, mode="forward")[0]
     except Exception as e:
         if hide_internals(e):  # Python 3.10: see ad.runtime.tracebacks
@@ -147,7 +211,7 @@ def hessian(f: Callable, x: Any, /, **kwargs: Any) -> Any:
 
 
 @entry_point
-def hessian_reverse(f: Callable, x: Any) -> Any:
+def hessian_reverse(f: Callable, x: Any, /, *more: Any) -> Any:
     """The Hessian of a real-valued ``f`` at ``x``: reverse mode over reverse mode.
 
     The same matrix as ``hessian``, one row per pullback. The first gradient is
@@ -169,15 +233,17 @@ def hessian_reverse(f: Callable, x: Any) -> Any:
     See also: hessian.
     """
     try:
-        _check_scalar("hessian_reverse", f, (x,))
+        f, x = _prepared("hessian_reverse", f, x, more)
         if _is_number(x):
             # a numpy float scalar stays one (f may call its methods: x.clip(0, 1))
             kind = type(x) if isinstance(x, np.floating) else float
             ct = jacobian(lambda x: gradient_pure(f, fresh(x)), kind(x), mode="reverse")[0]
             return kind(np.asarray(ct).reshape(-1)[0])
-        _as_array("hessian_reverse", x)
         return jacobian(lambda x: gradient_pure(f, fresh(x)), x, mode="reverse")[0]
     except Exception as e:
+        refusal = reverse_over_reverse_refusal("hessian_reverse", e)
+        if refusal is not None:  # the original stays as its (hidden) __context__
+            raise refusal from None
         if hide_internals(e):  # Python 3.10: see ad.runtime.tracebacks
             raise e
         raise
@@ -345,13 +411,24 @@ def diaghessian(f: Callable, /, *args: Any, **kwargs: Any) -> tuple:
                 e.flat[k] = 1.0
                 none[i] = e if isinstance(a, np.ndarray) else e.tolist()
                 col = hvp(f, args, tuple(none))[i]
-                flat[k] = 0.0 if col is None else np.asarray(col, dtype=dtype).reshape(-1)[k]
+                flat[k] = _entry(col, arr.shape, k)
             out.append(flat.reshape(arr.shape))
         return tuple(out)
     except Exception as e:
         if hide_internals(e):  # Python 3.10: see ad.runtime.tracebacks
             raise e
         raise
+
+
+def _entry(col: Any, shape: tuple, k: int) -> Any:
+    """Entry ``k`` (C order) of ``hvp``'s result ``col`` for an argument of ``shape``:
+    an array, or a nested list where ``None`` (no derivative flows) is zero; a
+    complex entry stays complex."""
+    for i in np.unravel_index(k, shape):
+        if col is None:
+            return 0.0
+        col = col[i]
+    return 0.0 if col is None else np.asarray(col).item()
 
 
 # --- hessian inside differentiated code ------------------------------------------------
@@ -390,7 +467,24 @@ def hessian_dot(f: Callable, x: Any, w: Any) -> Any:
 
 @rrule.register(hessian, config=ADConfig)
 def _(config: Any, f: Callable, x: Any, **kwargs: Any) -> Any:
-    H = hessian(f, x, **kwargs)
+    return _hessian_rrule(hessian(f, x, **kwargs), f, x, kwargs)
+
+
+@rrule.register(hessian_reverse, config=ADConfig)
+def _(config: Any, f: Callable, x: Any) -> Any:
+    # the same matrix as hessian's: its derivative is computed as hessian's is
+    # (reverse over reverse over reverse would differentiate hessian_reverse's own
+    # machinery, which it does not follow)
+    return _hessian_rrule(hessian_reverse(f, x), f, x, {})
+
+
+@frule.register(hessian_reverse, config=ADConfig)
+def _(config: Any, ṡ: Any, ḟ: Any, ẋ: Any, f: Callable, x: Any) -> Any:
+    return _forward.fcall(hessian_columns, (_Z, ḟ, ẋ), f, x)
+
+
+def _hessian_rrule(H: Any, f: Callable, x: Any, kwargs: dict) -> Any:
+    """``hessian``'s (and ``hessian_reverse``'s) ``(H, pullback)``."""
     bound = bind_keywords(as_called(f), kwargs)  # as called: run again in the pullback
 
     def hessian_pullback(H̄: Any) -> tuple:

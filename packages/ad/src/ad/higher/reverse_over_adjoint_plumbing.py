@@ -237,13 +237,14 @@ non_differentiable(ProjectTo)
 # A tangent's cotangent is a tangent of the same kind (the space is its own dual),
 # so reading the backing is linear and its cotangent is rebuilt the same way.
 
-_generic_getattr = rrule.table.lookup(_rules_objects.getattr_, (object, str), ADConfig)
-
 
 def _tangent_getattr_rrule(config: Any, t: Any, name: str) -> Any:
+    """``t._backing`` of a tangent ``t``; any other attribute by the rule for
+    ``object``, looked up when called (registered by a module imported later)."""
     if name != "_backing":
-        impl = _generic_getattr.impl
-        return impl(config, t, name) if _generic_getattr.takes_config else impl(t, name)
+        generic = rrule.table.lookup(_rules_objects.getattr_, (object, str), ADConfig)
+        impl = generic.impl
+        return impl(config, t, name) if generic.takes_config else impl(t, name)
     kind = type(t)
 
     def tangent_backing_pullback(ȳ: Any) -> tuple:

@@ -118,7 +118,7 @@ def _fcall_rrule_body(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, 
         return (y, _Z), _state.keep_stateful(pb, primal_pullback)
 
     tf = type(f)
-    if f in SELF_RRULES and _forward._hashable(f):
+    if _forward._hashable(f) and f in SELF_RRULES:
         return SELF_RRULES[f](f, ts, args)
     if f is functools.partial or _nested_partials.is_partial(f):
         out, partial_pb = _through_partial(config, f, ts, args, {}, {})
@@ -177,7 +177,7 @@ def _fcall_rrule_body(config: Any, f: Any, ts: tuple, *args: Any) -> tuple[Any, 
             return _through_frule(rule, f, ts, args)
     if tf is _MethodType:  # the method's tangent is its receiver's
         return _through_method(f.__func__, f.__self__, ts, args)
-    if f in _dunders.CONVERSIONS:  # float(obj): its __float__
+    if isinstance(f, type) and f in _dunders.CONVERSIONS:  # float(obj): its __float__
         out = _dunders.dispatch(f, args, _dunder_call(ts, args))
         if out is not None:
             return out

@@ -130,6 +130,9 @@ def _dispatch(f: Any, args: tuple, kwargs: dict | None) -> tuple[Any, Callable]:
     has_rules = _hashable(f) and f in _RRULES
     rule = _lookup(f, tuple(map(type, args)), ADConfig) if has_rules else None
     if rule is None:
+        call = getattr(tf, "__call__", None)  # noqa: B004 - a Python __call__ only
+        if type(call) is _FunctionType and not isinstance(f, type):  # a callable object
+            return _through_method(call, f, args, kwargs)  # (a dataclass with __call__)
         if library_callable(f):  # C code: run as plain Python
             return _plain_calls.reverse_over_reverse(f, args, kwargs, function_name(f))
         raise _unsupported(

@@ -67,3 +67,44 @@ def user_site() -> str:
             return f"{code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return call_site()
+
+
+def _traceback_site(e: BaseException) -> str:
+    """file:line of the innermost differentiated frame of the user's code in ``e``'s
+    traceback (the frames between where it was caught and where it was raised)."""
+    own = _own_dirs()
+    site = ""
+    tb = e.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name in ("_ad_fwd", "_ad_back") and not _library_file(code.co_filename, own):
+            site = f"{code.co_filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return site
+
+
+def reverse_over_reverse_refusal(name: str, e: BaseException) -> BaseException | None:
+    """The error ``name`` (``hessian_reverse``) raises for ``e``, a refusal met while
+    reverse mode differentiated a gradient's adjoint and the rules' pullbacks: the
+    same class, naming the user's line that led there and the fix that applies to
+    it, ``ad.hessian``; None for an error of another kind, or one that already
+    names the user's code alone (a first-order refusal, which ``ad.hessian`` would
+    meet as well). A refusal raised inside ad's or a rule's code would otherwise
+    name that code and suggest changing it."""
+    from ad.errors import MutationError
+
+    if not isinstance(e, (NoRuleError, MutationError)):
+        return None
+    msg = str(e)
+    own = _own_dirs()
+    if "reverse over reverse" not in msg and not any(d in msg for d in own):
+        return None
+    site = _traceback_site(e)
+    what = msg.split("\nTo fix:", 1)[0].removeprefix("nested differentiation: ")
+    where = f" (from {site})" if site else ""
+    new = type(e)(
+        f"{name} (reverse over reverse) cannot differentiate this function{where}: it met "
+        f"{what}\nTo fix: use ad.hessian (forward over reverse), which gives the same "
+        "matrix and differentiates every rule's pullback it needs in forward mode."
+    )
+    return new

@@ -106,6 +106,10 @@ def _plan(f: Any, args: tuple) -> list[tuple[Any, tuple[int, ...]]] | None:
     arguments it takes; None when none of them is a Python function (then this
     is not a user class's operator, and the caller reports the missing rule)."""
     plan: list[tuple[Any, tuple[int, ...]]] = []
+    try:
+        hash(f)  # the tables below are keyed on the operator
+    except TypeError:  # an unhashable callable object (a dataclass with __call__)
+        return None
     if f in _INPLACE and len(args) == 2:
         name, f = _INPLACE[f]
         own = method(type(args[0]), name)

@@ -348,7 +348,11 @@ def _(config: Any, it: Any) -> Any:
 
 
 #: the iterators ``iter`` makes of what a loop may run over (its rule's outputs)
-_ITERATORS = frozenset(type(iter(x)) for x in ([], (), range(0), np.zeros(1)))
+#: Iterators whose cotangent is the list of their items' cotangents: ``iter(xs)``'s,
+#: and the ``zip``/``enumerate`` objects ``rules``' own rules return (where one
+#: of them wins over ad's list-making rule: ``enumerate(xs, 1)``, whose integer
+#: annotation is the more specific).
+_ITERATORS = frozenset([*(type(iter(x)) for x in ([], (), range(0), np.zeros(1))), zip, enumerate])
 
 
 def _consumed(it: Any) -> Any:

@@ -81,10 +81,10 @@ def _zip_rule(config: Any, *seqs: Any) -> Any:
 
     def zip_pullback(ȳ: Any) -> tuple:
         cts = entries(ȳ, len(y), "zip's output")
-        per = [[_Z] * len(s) for s in srcs]
-        for i, c in enumerate(cts):
-            for j, cj in enumerate(entries(c, k, "a zipped tuple")):
-                per[j][i] = cj
+        # comprehensions, not writes into nested lists: reverse over reverse
+        # differentiates this pullback too
+        rows = [entries(c, k, "a zipped tuple") for c in cts]
+        per = [[row[j] for row in rows] + [_Z] * (len(s) - len(rows)) for j, s in enumerate(srcs)]
         return (_NO, *(from_list_ct(s, p) for s, p in zip(seqs, per)))
 
     return y, zip_pullback
@@ -170,14 +170,15 @@ def _(config: Any, d: dict) -> Any:
 
 
 @rrule.register(dict.get, config=ADConfig)
-def _(config: Any, d: dict, key: Any, default: Any = None) -> Any:
+def _(config: Any, d: dict, key: Any, *rest: Any) -> Any:
+    # one cotangent per argument passed: ``d.get(k, None)`` passes a default too
     present = key in d
-    y = d[key] if present else default
+    y = d[key] if present else (rest[0] if rest else None)
 
     def get_pullback(ȳ: Any) -> tuple:
         if present:
-            return (_NO, {key: ȳ}, _NO, *([_Z] if default is not None else []))
-        return (_NO, _Z, _NO, *([ȳ] if default is not None else []))
+            return (_NO, {key: ȳ}, _NO, *(_Z for _ in rest))
+        return (_NO, _Z, _NO, *(ȳ for _ in rest))
 
     return y, get_pullback
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 from typing import TypeVar
 
 from ad.transform.anf_base import Normalizer
 
-__all__ = ["ControlForms", "walrus_targets"]
+__all__ = ["COMPREHENSION_NAME", "ControlForms", "renamed_names", "walrus_targets"]
 
 _BLOCKS = frozenset(["body", "orelse", "handlers", "finalbody"])
 _N = TypeVar("_N", bound=ast.AST)
@@ -96,15 +97,23 @@ class ControlForms(Normalizer):
             return e
         self.counter += 1
         renamed = {name: f"_ad_c{self.counter}_{name}" for name in sorted(bound)}
+        # A lambda in ``e`` captures its loop variables under these names; its
+        # source, read back when it is called, reads them under its own
+        # (``source.comprehension_names`` maps them back, by COMPREHENSION_NAME).
         new = copy.copy(e)
         first = copy.copy(gens[0])
-        first.target = _renamed(gens[0].target, renamed)
-        first.ifs = [_renamed(x, renamed) for x in gens[0].ifs]
-        new.generators = [first, *[_renamed(g, renamed) for g in gens[1:]]]  # type: ignore[attr-defined]
+        first.target = renamed_names(gens[0].target, renamed)
+        first.ifs = [renamed_names(x, renamed) for x in gens[0].ifs]
+        new.generators = [first, *[renamed_names(g, renamed) for g in gens[1:]]]  # type: ignore[attr-defined]
         for name in ("elt", "key", "value"):
             if hasattr(e, name):
-                setattr(new, name, _renamed(getattr(e, name), renamed))
+                setattr(new, name, renamed_names(getattr(e, name), renamed))
         return new
+
+
+#: A name ``scoped_comprehension`` gave a comprehension's loop variable; group 1
+#: is the name it had (itself such a name in a nested comprehension).
+COMPREHENSION_NAME = re.compile(r"_ad_c\d+_(.+)")
 
 
 def walrus_targets(s: ast.stmt) -> frozenset[str]:
@@ -139,7 +148,7 @@ def walrus_targets(s: ast.stmt) -> frozenset[str]:
 _FUNCTIONS = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def _renamed(node: _N, renamed: dict[str, str]) -> _N:
+def renamed_names(node: _N, renamed: dict[str, str]) -> _N:
     """A deep copy of ``node`` with the names in ``renamed`` renamed, except where a
     nested function's parameter of the same name hides them."""
     node = copy.deepcopy(node)

@@ -25,6 +25,7 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
+from ad.transform.anf_control import COMPREHENSION_NAME, renamed_names
 from ad.transform.source_belongs import belongs, shape
 from ad.transform.source_errors import changed, no_source
 from ad.transform.source_parse import (
@@ -114,7 +115,36 @@ def _codes(code: types.CodeType) -> list[types.CodeType]:
 
 
 def get_source(fn: types.FunctionType) -> FunctionSource:
-    """Parse the definition of ``fn``; raises NoSourceError when there is none."""
+    """Parse the definition of ``fn``; raises NoSourceError when there is none. A
+    lambda made inside a comprehension of generated code reads that
+    comprehension's loop variables under their generated names, as its closure
+    holds them (``comprehension_names``)."""
+    found = _get_source(fn)
+    names = comprehension_names(fn.__code__)
+    if not names:
+        return found
+    tree = renamed_names(found.tree, names)
+    return FunctionSource(tree, found.filename, found.name)
+
+
+def comprehension_names(code: types.CodeType) -> dict[str, str]:
+    """``{name in the source: name in the closure}`` for the loop variables of
+    comprehensions of generated code that ``code`` captures: ``anf_control``
+    renamed them (``_ad_c<n>_<name>``, nested comprehensions repeating the
+    prefix), and the user's source, which ``get_source`` reads, has the old name.
+    Inside the comprehension, that name can mean nothing but its loop variable."""
+    out: dict[str, str] = {}
+    for free in code.co_freevars:
+        name = free
+        while (m := COMPREHENSION_NAME.fullmatch(name)) is not None:
+            name = m.group(1)
+        if name != free and name not in code.co_freevars:
+            out[name] = free
+    return out
+
+
+def _get_source(fn: types.FunctionType) -> FunctionSource:
+    """``get_source`` before the comprehensions' names are mapped back."""
     code = fn.__code__
     generated = generated_tree(code)
     if generated is not None:
