@@ -243,8 +243,13 @@ def no_rule(x):
 
 def writes_global(x):
     global WRITTEN
-    WRITTEN = x  # global-here
-    return x * x
+    WRITTEN = x
+    return WRITTEN * WRITTEN * x
+
+
+def binds_global_by_walrus(x):
+    global WRITTEN
+    return (WRITTEN := x) * x  # global-here
 
 
 @pytest.mark.parametrize("modes", ["fff", "rrr", "frf", "rff", "ffff", "rrrr", "frrf", "rfff"])
@@ -256,6 +261,13 @@ def test_refusals_at_depth_name_the_users_line(modes):
     with pytest.raises(ad.NoRuleError, match=rf"numpy\.frombuffer.*called at {site}") as e:
         nth(modes, no_rule, 0.7)
     assert "To fix:" in str(e.value)
-    site = rf"{HERE}:{line_of(writes_global, 'global ')}: in writes_global: `global`"
-    with pytest.raises(ad.UnsupportedSyntaxError, match=site):
-        nth(modes, writes_global, 0.7)
+    site = rf"{HERE}:{line_of(binds_global_by_walrus, 'global-here')}: in binds_global_by_walrus"
+    with pytest.raises(ad.UnsupportedSyntaxError, match=site + ": the global name 'WRITTEN'"):
+        nth(modes, binds_global_by_walrus, 0.7)
+
+
+@pytest.mark.parametrize("modes", ["fff", "rrr", "frf", "rff", "ffff", "rrrr", "frrf", "rfff"])
+def test_global_written_at_depth(modes):
+    # x³ through a global the function writes and reads: 6 at third order, 0 at fourth
+    want = 6.0 if len(modes) == 3 else 0.0
+    assert float(nth(modes, writes_global, 0.7)) == pytest.approx(want, abs=1e-9)

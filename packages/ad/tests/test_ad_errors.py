@@ -112,6 +112,20 @@ def uses_global(x):
     return x
 
 
+def _nonlocal_writer():
+    n = 0.0
+
+    def uses_nonlocal(x):
+        nonlocal n
+        n = x
+        return x
+
+    return uses_nonlocal
+
+
+uses_nonlocal = _nonlocal_writer()
+
+
 def returns_from_finally(x):
     try:
         x = math.log(x)
@@ -121,11 +135,17 @@ def returns_from_finally(x):
 
 @pytest.mark.parametrize(
     "f, what",
-    [(gen, "yield"), (uses_global, "global"), (returns_from_finally, "return")],
+    [(gen, "yield"), (uses_nonlocal, "nonlocal"), (returns_from_finally, "return")],
 )
 def test_unsupported_syntax_names_file_and_line(f, what):
     with pytest.raises(ad.UnsupportedSyntaxError, match=rf"{HERE}:\d+: in {f.__name__}: `{what}`"):
         ad.gradient(lambda x: f(x), 1.0)
+
+
+def test_global_write_is_python_not_a_refusal():
+    # was refused (`global` writes); now the module's name is rebound, as Python does
+    assert ad.gradient(lambda x: uses_global(x) * x, 1.5) == (3.0,)
+    assert COUNTER == 1.5
 
 
 async def coroutine(x):

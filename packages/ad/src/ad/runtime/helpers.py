@@ -17,6 +17,14 @@ import numpy as np
 from ad.runtime import reverse as _runtime
 from ad.runtime import rules_iteration as _rules_iteration
 from ad.runtime.array_arithmetic import FAST_HELPERS
+from ad.runtime.constant_reads import (
+    global_get,
+    global_set,
+    global_set_active,
+    unfollowed,
+    unfollowed_call,
+    unfollowed_global,
+)
 from ad.runtime.context_managers import CONTEXT_HELPERS
 from ad.runtime.control import CONTROL_HELPERS
 from ad.runtime.forward import FORWARD_NAMES
@@ -56,7 +64,7 @@ from ad.runtime.rules_objects import (
 )
 from ad.runtime.scalar_paths import FLAGS, SCALAR_FUNCTIONS, scalar_adjoint
 from ad.runtime.star_calls import rcall_star, rcall_star_tail
-from ad.runtime.state import Stateful, follow, unfollowed, unfollowed_call
+from ad.runtime.state import Stateful, follow
 from ad.runtime.writers import in_place, method_form, writer
 from ad.transform import bindings
 from ad.transform.anf_base import BINOPS, UNARYOPS
@@ -66,6 +74,7 @@ __all__ = ["FORWARD_HELPERS", "HELPERS"]
 
 _Z = ZeroTangent()
 _NO = NoTangent()
+
 
 HELPERS: dict[str, Any] = {
     "_ad_rcall": _runtime.rcall,
@@ -111,6 +120,10 @@ HELPERS: dict[str, Any] = {
     "_ad_unfollowed": unfollowed,
     "_ad_unfollowed_parameter": unfollowed,
     "_ad_unfollowed_call": unfollowed_call,
+    "_ad_global_get": global_get,
+    "_ad_global_set": global_set,
+    "_ad_global_set_active": global_set_active,
+    "_ad_unfollowed_global": unfollowed_global,
     "_ad_unpack": unpack,
     "_ad_apply": apply,
     "_ad_merge_kw": merge_kw,

@@ -75,8 +75,6 @@ __all__ = [
     "nested",
     "scope",
     "tracked",
-    "unfollowed",
-    "unfollowed_call",
 ]
 
 _Z = ZeroTangent()
@@ -95,10 +93,12 @@ class Pass:
 
     __slots__ = (
         "captured",
+        "carried",
         "forward",
         "held",
         "held_store",
         "over_forward",
+        "rebound",
         "store",
         "tangents",
         "written",
@@ -111,6 +111,12 @@ class Pass:
         self.over_forward = over_forward
         self.captured = False  # it follows a captured or global holder (CAPTURED_WRITTEN)
         self.written: dict[int, Any] = {}
+        # the ids of ``written`` objects that a differentiated write changed (not only
+        # followed): what code run as plain Python must not read as a constant
+        self.carried: set[int] = set()
+        # (id of a module's globals, name): globals rebound to a value carrying a
+        # derivative (``ad.runtime.constant_reads.global_set_active``)
+        self.rebound: set[tuple[int, str]] = set()
         self.store: dict[int, dict[str, Any]] = {}
         self.tangents: dict[int, dict[str, Any]] = {}
         # Reverse over forward (``ad.higher.reverse_over_forward``): the tangents a pushforward wrote into
@@ -119,9 +125,12 @@ class Pass:
         self.held: dict[int, dict[str, Any]] = {}
         self.held_store: dict[int, dict[str, Any]] = {}
 
-    def mark(self, obj: Any) -> bool:
-        """Note a write to ``obj``; whether it is the object's first."""
+    def mark(self, obj: Any, write: bool = True) -> bool:
+        """Note a write to ``obj`` (``write=False``: only its following); whether it
+        is the object's first."""
         WRITES[0] += 1
+        if write:
+            self.carried.add(id(obj))
         if id(obj) in self.written:
             return False
         self.written[id(obj)] = obj
@@ -138,7 +147,7 @@ class Pass:
         if self.forward:
             self.written.setdefault(id(obj), obj)
             return False
-        return self.mark(obj)
+        return self.mark(obj, write=False)
 
     def deposit(self, obj: Any, name: str, ct: Any) -> None:
         fields = self.store.setdefault(id(obj), {})
@@ -246,65 +255,6 @@ def follow(obj: Any) -> Any:
     if p is not None and holder(obj):
         p.follow(obj)
     return obj
-
-
-def unfollowed(obj: Any, name: str, site: str, fname: str) -> None:
-    """Refuse a read, as a constant, of a captured or global holder this pass
-    follows: a write elsewhere put a value that carries a derivative into it."""
-    p = innermost()
-    if p is not None and obj is not None and p.written.get(id(obj)) is obj:
-        from ad.errors import MutationError
-
-        raise MutationError(
-            f"{site}: {fname} reads {name!r} (shared with a function that writes it) as a "
-            "constant, but a "
-            "value carrying a derivative was written into it during this differentiation, "
-            "so the derivative would be lost.\n"
-            + (
-                f"To fix: read it through the object whose method writes it (o.{name.split('.')[-1]} "
-                f"rather than {name}), or pass it as an argument to the functions that write "
-                "and read it."
-                if "." in name
-                else f"To fix: pass {name!r} as an argument to the functions that write and "
-                "read it, from the function that calls both, so that it is read as "
-                "differentiated."
-            )
-        )
-
-
-def unfollowed_call(fn: Any, site: str, fname: str) -> None:
-    """Refuse a call run as plain Python (no argument carries a derivative) of a
-    function that reads a captured or global holder this pass follows: it would
-    read the written derivative-carrying value as a constant."""
-    p = innermost()
-    if p is None or not p.captured:
-        return
-    for name, obj in _holders_read(fn, 3, set()):
-        if p.written.get(id(obj)) is obj:
-            who = getattr(fn, "__qualname__", None) or type(fn).__name__
-            unfollowed(obj, name, site, f"{who} (called by {fname} with no differentiated input)")
-
-
-def _holders_read(fn: Any, depth: int, seen: set) -> Iterator[tuple[str, Any]]:
-    """The captured-written holders ``fn`` (and the functions it names) can read."""
-    fn = getattr(fn, "__func__", fn)
-    code = getattr(fn, "__code__", None)
-    if code is None or depth == 0 or code in seen:
-        return
-    seen.add(code)
-    names = {n: fn.__globals__.get(n) for n in code.co_names}
-    for n, cell in zip(code.co_freevars, fn.__closure__ or ()):
-        try:
-            names[n] = cell.cell_contents
-        except ValueError:  # an empty cell
-            pass
-    for n, value in names.items():
-        if value is None:  # a builtin or a missing name (``get`` gives None: no holder)
-            continue
-        if CAPTURED_WRITTEN.get(id(value)) is value:
-            yield n, value
-        elif type(value) is types.FunctionType:
-            yield from _holders_read(value, depth - 1, seen)
 
 
 def tracked(obj: Any) -> Pass | None:
@@ -530,6 +480,8 @@ def write_tangent(p: Pass, obj: Any, name: str, v̇: Any) -> None:
     if not p.tangents:
         TANGENT_PASSES[0] += 1
     p.written.setdefault(id(obj), obj)
+    if not _zero(v̇):
+        p.carried.add(id(obj))
     p.tangents.setdefault(id(obj), {})[name] = v̇
 
 

@@ -82,7 +82,9 @@ def _never_active(value: ast.expr, plain_funcs: frozenset[str]) -> bool:
 
 #: Checks the transform inserts (``holders``) that run as plain Python, whatever they
 #: are given, so that they see the differentiation they check.
-_CHECKS = frozenset(["_ad_unfollowed_parameter"])
+_CHECKS = frozenset(
+    ["_ad_unfollowed_parameter", "_ad_global_set", "_ad_global_set_active", "_ad_unfollowed_global"]
+)
 
 
 def value_is_active(value: ast.expr, active: set[str], plain_funcs: frozenset[str]) -> bool:

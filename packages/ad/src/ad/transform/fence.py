@@ -30,7 +30,6 @@ _REJECT: dict[type, str] = {
     "synchronous function",
     ast.AsyncFunctionDef: "async functions cannot be differentiated. To fix: differentiate "
     "a plain def",
-    ast.Global: "`global` writes are not differentiated; pass the value in and return it",
     ast.Nonlocal: "`nonlocal` writes are not differentiated; return the new value instead",
     ast.ClassDef: "class definitions inside differentiated code are not supported; "
     "define the class at module level",
