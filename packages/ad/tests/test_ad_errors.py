@@ -142,10 +142,13 @@ def test_unsupported_syntax_names_file_and_line(f, what):
         ad.gradient(lambda x: f(x), 1.0)
 
 
-def test_global_write_is_python_not_a_refusal():
-    # was refused (`global` writes); now the module's name is rebound, as Python does
-    assert ad.gradient(lambda x: uses_global(x) * x, 1.5) == (3.0,)
-    assert COUNTER == 1.5
+def test_global_rebound_to_a_derivative_names_the_line():
+    # DESIGN: a `global` rebinding of a value that carries a derivative is a clear error
+    with pytest.raises(
+        ad.UnsupportedSyntaxError,
+        match=rf"{HERE}:\d+: in uses_global: the global 'COUNTER' .* carries a derivative",
+    ):
+        ad.gradient(lambda x: uses_global(x) * x, 1.5)
 
 
 async def coroutine(x):

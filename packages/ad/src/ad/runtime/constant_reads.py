@@ -3,9 +3,9 @@
 Code run as plain Python (a call with no differentiated input) and reads of a
 captured or global holder that a function does not follow see values, not
 derivatives. Where a differentiated write in this pass put a value that carries a
-derivative into such a holder (``ad.runtime.state``), or a function rebound a name
-it declares ``global`` to one (``transform.global_names``), such a read would lose
-the derivative: these checks refuse it, naming the line and a fix.
+derivative into such a holder (``ad.runtime.state``), such a read would lose the
+derivative: these checks refuse it, naming the line and a fix. Here too: the
+helpers of a name declared ``global`` and written (``transform.global_names``).
 """
 
 from __future__ import annotations
@@ -24,10 +24,8 @@ from rulescore import non_differentiable
 __all__ = [
     "global_get",
     "global_set",
-    "global_set_active",
     "unfollowed",
     "unfollowed_call",
-    "unfollowed_global",
 ]
 
 
@@ -63,17 +61,11 @@ def unfollowed_call(fn: Any, site: str, fname: str) -> None:
     p = innermost()
     if p is None or not p.captured:
         return
-    for name, obj in _holders_read(fn, 3, set(), p.rebound):
+    for name, obj in _holders_read(fn, 3, set()):
         who = getattr(fn, "__qualname__", None) or type(fn).__name__
         who = f"{who} (called by {fname} with no differentiated input)"
-        if obj is _REBOUND:
-            _refuse_global(name, site, who)
         if _carries(p, obj, 3):
             unfollowed(obj, name, site, who)
-
-
-#: what ``_holders_read`` gives for a global name rebound to a derivative-carrying value
-_REBOUND = object()
 
 
 def _carries(p: Pass, obj: Any, depth: int) -> bool:
@@ -86,18 +78,14 @@ def _carries(p: Pass, obj: Any, depth: int) -> bool:
     return depth > 0 and any(_carries(p, v, depth - 1) for v in _followed_entries(p, obj).values())
 
 
-def _holders_read(fn: Any, depth: int, seen: set, rebound: set) -> Iterator[tuple[str, Any]]:
-    """The captured-written holders ``fn`` (and the functions it names) can read,
-    and (as ``_REBOUND``) the ``rebound`` globals it reads."""
+def _holders_read(fn: Any, depth: int, seen: set) -> Iterator[tuple[str, Any]]:
+    """The captured-written holders ``fn`` (and the functions it names) can read."""
     fn = getattr(fn, "__func__", fn)
     code = getattr(fn, "__code__", None)
     if code is None or depth == 0 or code in seen:
         return
     seen.add(code)
     names = {n: fn.__globals__.get(n) for n in code.co_names}
-    if rebound:
-        module = id(fn.__globals__)
-        yield from ((n, _REBOUND) for n in code.co_names if (module, n) in rebound)
     for n, cell in zip(code.co_freevars, fn.__closure__ or ()):
         try:
             names[n] = cell.cell_contents
@@ -109,7 +97,7 @@ def _holders_read(fn: Any, depth: int, seen: set, rebound: set) -> Iterator[tupl
         if CAPTURED_WRITTEN.get(id(value)) is value:
             yield n, value
         elif type(value) is types.FunctionType:
-            yield from _holders_read(value, depth - 1, seen, rebound)
+            yield from _holders_read(value, depth - 1, seen)
 
 
 def _module() -> dict:
@@ -136,37 +124,6 @@ def global_set(name: str, value: Any) -> None:
     _module()[name] = value
 
 
-def global_set_active(name: str, value: Any) -> None:
-    """``global_set`` of a value that carries a derivative: noted in the pass, so
-    that a read of the global elsewhere, as a constant, is refused."""
-    module = _module()
-    module[name] = value
-    p = innermost()
-    if p is not None:
-        p.rebound.add((id(module), name))
-        p.captured = True
-
-
-def unfollowed_global(name: str, site: str, fname: str) -> None:
-    """Refuse a read of the global ``name`` as a constant after a function rebound
-    it, in this differentiation, to a value that carries a derivative."""
-    p = innermost()
-    if p is not None and p.rebound and (id(_module()), name) in p.rebound:
-        _refuse_global(name, site, fname)
-
-
 # they run as plain Python at every order: what they are given carries no derivative out
-for _f in (global_get, global_set, global_set_active, unfollowed_global):
+for _f in (global_get, global_set):
     non_differentiable(_f)
-
-
-def _refuse_global(name: str, site: str, fname: str) -> None:
-    from ad.errors import MutationError
-
-    raise MutationError(
-        f"{site}: {fname} reads the global {name!r} as a constant, but a function "
-        "rebound it (`global` statement) to a value carrying a derivative during this "
-        "differentiation, so the derivative would be lost.\n"
-        f"To fix: return the new value of {name!r} from the function that computes it "
-        "and pass it as an argument to the functions that read it."
-    )

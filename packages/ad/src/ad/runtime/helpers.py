@@ -20,10 +20,8 @@ from ad.runtime.array_arithmetic import FAST_HELPERS
 from ad.runtime.constant_reads import (
     global_get,
     global_set,
-    global_set_active,
     unfollowed,
     unfollowed_call,
-    unfollowed_global,
 )
 from ad.runtime.context_managers import CONTEXT_HELPERS
 from ad.runtime.control import CONTROL_HELPERS
@@ -122,8 +120,6 @@ HELPERS: dict[str, Any] = {
     "_ad_unfollowed_call": unfollowed_call,
     "_ad_global_get": global_get,
     "_ad_global_set": global_set,
-    "_ad_global_set_active": global_set_active,
-    "_ad_unfollowed_global": unfollowed_global,
     "_ad_unpack": unpack,
     "_ad_apply": apply,
     "_ad_merge_kw": merge_kw,

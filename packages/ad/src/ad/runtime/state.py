@@ -98,7 +98,6 @@ class Pass:
         "held",
         "held_store",
         "over_forward",
-        "rebound",
         "store",
         "tangents",
         "written",
@@ -114,9 +113,6 @@ class Pass:
         # the ids of ``written`` objects that a differentiated write changed (not only
         # followed): what code run as plain Python must not read as a constant
         self.carried: set[int] = set()
-        # (id of a module's globals, name): globals rebound to a value carrying a
-        # derivative (``ad.runtime.constant_reads.global_set_active``)
-        self.rebound: set[tuple[int, str]] = set()
         self.store: dict[int, dict[str, Any]] = {}
         self.tangents: dict[int, dict[str, Any]] = {}
         # Reverse over forward (``ad.higher.reverse_over_forward``): the tangents a pushforward wrote into

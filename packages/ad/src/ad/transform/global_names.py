@@ -4,56 +4,43 @@ Output form: the input tree (edited in place) with no ``global`` statement at it
 own level. A name declared ``global`` and only read needs nothing: it reads the
 module's binding as any free name does. A name declared ``global`` and written is
 a local variable of the function from here, bound at the start to the module's
-value (``_ad_global_get``), so that its derivative flows along it to the reads
-after a write, as along any variable; each write also rebinds the module's name
-at once (``_ad_global_set``, run as plain Python), as Python does, so code that
-runs after reads the new value. Nested functions are transformed on their own.
+value (``_ad_global_get``); each write also rebinds the module's name at once
+(``_ad_global_set``, run as plain Python), as Python does, so code that runs
+after reads the new value. A rebinding to a value that carries a derivative is
+refused, naming the line (``refuse_active_globals``, after activity): the AD
+follows no module's names. Nested functions are transformed on their own.
 
 >>> import ad
->>> scale = 1.0
+>>> calls = 0
 >>> def f(x):
-...     global scale
-...     scale = 2.0 * x
-...     return scale * x        # 2x^2
->>> ad.gradient(f, 3.0), scale
-((12.0,), 6.0)
+...     global calls
+...     calls += 1               # a counter: plain Python
+...     return x * x
+>>> ad.gradient(f, 3.0), calls
+((6.0,), 1)
 """
 
 from __future__ import annotations
 
 import ast
-import dis
-import types
-from typing import Any
 
 from ad.errors import UnsupportedSyntaxError
 from ad.transform._nodes import at
-from ad.transform.activity import param_names, read_and_stored
-from ad.transform.aliases import around
+from ad.transform.activity import statements, value_is_active
 from ad.transform.writers import rewrite_statements
 
-__all__ = ["GUARD_HELPERS", "guard_globals", "lower_globals"]
-
-#: the runtime helpers ``guard_globals`` adds (``ad.runtime.constant_reads``)
-GUARD_HELPERS = frozenset(["_ad_global_set_active", "_ad_unfollowed_global"])
-#: by id of a module's globals: (the globals, the names functions of it declare
-#: ``global`` and write), filled as they are transformed
-_REBOUND: dict[int, tuple[dict, set[str]]] = {}
-#: by code object: the global names its bytecode rebinds (bounded)
-_STORES: dict[types.CodeType, frozenset[str]] = {}
+__all__ = ["lower_globals", "refuse_active_globals"]
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-def lower_globals(tree: ast.FunctionDef, filename: str, module: dict) -> ast.FunctionDef:
-    """``tree`` (of a function of ``module``, its globals) with its ``global``
+def lower_globals(tree: ast.FunctionDef, filename: str) -> ast.FunctionDef:
+    """``tree`` with its ``global``
     statements lowered (see the module)."""
     declared = {n for s in _own_nodes(tree.body) if type(s) is ast.Global for n in s.names}
     if not declared:
         return tree
     written = declared & _bound_names(tree.body, filename, tree.name, declared)
-    if written:
-        _REBOUND.setdefault(id(module), (module, set()))[1].update(written)
     tree = rewrite_statements(tree, lambda s: _lowered(s, written))
     if written:
         line = tree.body[0].lineno if tree.body else tree.lineno
@@ -154,82 +141,35 @@ def _bound_names(body: list[ast.stmt], filename: str, fname: str, declared: set[
     return out & declared
 
 
-def guard_globals(
-    fn: ast.FunctionDef, active: set[str], f: types.FunctionType, filename: str
-) -> tuple[ast.FunctionDef, bool]:
-    """``fn`` (ANF, after activity) with each rebinding of a global to a value that
-    carries a derivative noted in the pass (``_ad_global_set_active``), and a check
-    (``_ad_unfollowed_global``) before each statement reading, as a constant, a
-    global that a function of the module rebinds; whether it changed."""
-    read, stored = read_and_stored(fn)
-    local = stored | set(param_names(fn)) | set(f.__code__.co_freevars)
-    module = f.__globals__
-    names = {n for n in read - local if n in module and _rebound(module, n)}
-    changed = False
-
-    def insert(s: ast.stmt) -> tuple[list[ast.stmt], list[ast.stmt]]:
-        nonlocal changed
-        v = getattr(s, "value", None)
-        if (
-            type(s) is ast.Assign
-            and type(v) is ast.Call
+def refuse_active_globals(
+    fn: ast.FunctionDef, active: set[str], plain: frozenset[str], filename: str
+) -> None:
+    """Raise ``UnsupportedSyntaxError`` naming the line where ``fn`` (ANF, after
+    activity) rebinds a name it declares ``global`` to a value that carries a
+    derivative: the AD follows no module's names (DESIGN: a clear error). One that
+    carries none (a counter, a flag, a cache of constants) is plain Python."""
+    last: dict[str, ast.expr] = {}  # each name's latest assigned value, in program order
+    for s in statements(fn.body):
+        if type(s) is not ast.Assign:
+            continue
+        v = s.value
+        if type(s.targets[0]) is ast.Name:
+            last[s.targets[0].id] = v
+        if not (
+            type(v) is ast.Call
             and type(v.func) is ast.Name
             and v.func.id == "_ad_global_set"
             and type(v.args[1]) is ast.Name
-            and v.args[1].id in active
         ):
-            v.func.id = "_ad_global_set_active"
-            changed = True
-        if not names or isinstance(s, ast.FunctionDef):
-            return [], []
-        compound = isinstance(s, (ast.If, ast.For, ast.While, ast.Try, ast.With))
-        reads = read_and_stored(_header(s) if compound else s)[0] & names
-        changed = changed or bool(reads)
-        return [_guard(n, f"{filename}:{s.lineno}", fn.name, s.lineno) for n in sorted(reads)], []
-
-    out = around(fn, insert)
-    return (out, True) if changed else (fn, False)
-
-
-def _guard(name: str, site: str, fname: str, line: int) -> ast.stmt:
-    args: list[ast.expr] = [ast.Constant(name), ast.Constant(site), ast.Constant(fname)]
-    call = ast.Call(ast.Name("_ad_unfollowed_global", ast.Load()), args, [])
-    return at(ast.Assign([ast.Name("_ad_guard", ast.Store())], call), line)
-
-
-def _header(s: ast.stmt) -> Any:
-    """The part of a compound statement evaluated before its blocks."""
-    if isinstance(s, (ast.If, ast.While)):
-        return s.test
-    if isinstance(s, ast.For):
-        return s.iter
-    if isinstance(s, ast.With):
-        return ast.Tuple([i.context_expr for i in s.items], ast.Load())
-    return ast.Constant(None)
-
-
-def _rebound(module: dict, name: str) -> bool:
-    """Whether a function of ``module`` declares ``name`` global and writes it: one
-    transformed already, or one whose bytecode rebinds it (not transformed yet)."""
-    known = _REBOUND.get(id(module))
-    if known is not None and known[0] is module and name in known[1]:
-        return True
-    for v in list(module.values()):
-        code = getattr(v, "__code__", None)
-        if type(v) is types.FunctionType and name in code.co_names and name in _stores(code):
-            return True
-    return False
-
-
-def _stores(code: types.CodeType) -> frozenset[str]:
-    """The global names ``code`` rebinds (``STORE_GLOBAL``)."""
-    try:
-        return _STORES[code]
-    except KeyError:
-        pass
-    if len(_STORES) >= 4096:
-        _STORES.clear()
-    out = _STORES[code] = frozenset(
-        i.argval for i in dis.get_instructions(code) if i.opname == "STORE_GLOBAL"
-    )
-    return out
+            continue
+        name = v.args[1].id
+        value = last.get(name)
+        if name in active and (value is None or value_is_active(value, active, plain)):
+            raise UnsupportedSyntaxError(
+                f"{filename}:{s.lineno}: in {fn.name}: the global {name!r} (a `global` "
+                "statement) is rebound here to a value that carries a derivative, which the "
+                "AD does not follow into the module. To fix: keep it in a local variable, or "
+                "return it and pass it as an argument to the code that reads it.",
+                filename,
+                s.lineno,
+            )

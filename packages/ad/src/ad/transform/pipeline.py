@@ -26,7 +26,7 @@ from ad.transform.container_methods import methods_spelled
 from ad.transform.desugar import desugar
 from ad.transform.fence import check_supported
 from ad.transform.fuse import module_attribute
-from ad.transform.global_names import GUARD_HELPERS, guard_globals, lower_globals
+from ad.transform.global_names import lower_globals, refuse_active_globals
 from ad.transform.holders import follow_holders
 from ad.transform.inlining import ENABLED, inline_helpers
 from ad.transform.obtained_holders import check_obtained
@@ -81,7 +81,7 @@ def front(
     at this call (see ``captured_stars.unpack_captured``)."""
     src = get_source(f)
     tree = spelled_as_rebinding(explicit_protocols(src.tree, f), f)
-    tree = check_supported(lower_globals(tree, src.filename, f.__globals__), src.filename)
+    tree = check_supported(lower_globals(tree, src.filename), src.filename)
     star_guards: tuple = ()
     starred = ()
     if inline and ENABLED[0]:  # ``f(w, *data)`` of a captured tuple: an ordinary call
@@ -128,9 +128,7 @@ def front(
         )
     seeds = aliased_seeds(anf, seeds, plain, f)
     active = active_names(anf, seeds, plain)
-    anf, guarded = guard_globals(anf, active, f, src.filename)
-    if guarded:
-        reads = reads | GUARD_HELPERS
+    refuse_active_globals(anf, active, plain, src.filename)
     callees |= attributes.keys()
     scalars = _scalar_functions(f, anf)
     return Front(anf, active, plain, src.filename, callees, reads, guards, starred, scalars)
