@@ -181,7 +181,9 @@ def test_hessian_of_a_non_scalar_function_is_an_error():
     with pytest.raises(NonScalarOutputError, match=r"hessian\(<lambda>.*real number"):
         ad.hessian(lambda x: x * 2.0, np.array([1.0, 2.0]))
     with pytest.raises(NonScalarOutputError, match="diaghessian"):
-        ad.diaghessian(lambda x: (x, x), 1.0)
+        ad.diaghessian(lambda x: np.array([x, x]), 1.0)
+    # a tuple is (loss, aux), as hvp and withgradient read it: its first element
+    assert ad.diaghessian(lambda x: (x**3, x), 2.0) == (12.0,)
 
 
 def test_hessian_of_a_non_numeric_argument_is_an_error():

@@ -12,7 +12,6 @@ generated code calls for attributes are in ``rules_objects``.
 
 from __future__ import annotations
 
-import functools
 import types
 from typing import Any
 
@@ -67,11 +66,6 @@ def _descriptor_plan(attr: Any) -> Any:
     ("data"/"nondata", __get__) for a descriptor with Python ``__get__``, None else."""
     if isinstance(attr, property):
         return ("property", attr.fget) if attr.fget is not None else None
-    if isinstance(attr, functools.cached_property):
-        # the user's function, differentiated; the cache (an instance attribute that
-        # then shadows it) is left unwritten while differentiating: its value would
-        # carry this call's derivative
-        return ("cached", attr.func)
     kind = type(attr)
     get = _python_slot(kind, "__get__") if kind.__module__ != "builtins" else None
     if get is None:
@@ -128,10 +122,6 @@ def read_route(obj: Any, name: str, bypass: bool = False) -> Any:
         return None
     kind = plan[0]
     if kind == "property":
-        return plan[1], (obj,), 0
-    if kind == "cached":
-        if name in getattr(obj, "__dict__", ()):
-            return None  # computed before: the instance's attribute
         return plan[1], (obj,), 0
     if kind == "getattribute":
         return plan[1], (obj, name), 0
