@@ -374,22 +374,6 @@ def test_second_order_of_a_factory_closure_writing_a_container_is_refused(f, how
     assert "To fix" in str(e.value)
 
 
-@pytest.mark.parametrize("how", sorted(_SECOND_ORDER))
-def test_second_order_of_a_factory_closure_writing_an_object_is_right_or_refused(how):
-    """``o.v = x²`` through the factory's closure, read as ``o.v * x``: x³, whose second
-    derivative is 6x and third 6. Each higher order gives that, or refuses naming the
-    call's line (``ad.hvp`` and ``ad.diaghessian`` gave a silent 0.0)."""
-    x = 1.3
-    want = 6.0 if how in ("GGG", "DGD") else 6 * x
-    try:
-        got = _SECOND_ORDER[how](closure_object_write, x)
-    except ad.MutationError as e:
-        # the call's line, or that of the write inside the closure
-        assert any(f"{THIS_FILE}:{n}:" in str(e) for n in (266, 273)) and "To fix" in str(e)
-        return
-    assert np.isclose(np.reshape(got, ()), want)
-
-
 def _make_log():
     log = []
 

@@ -14,7 +14,6 @@ At first order ``entries`` returns None and nothing is compared.
 
 from __future__ import annotations
 
-import types
 from typing import Any
 
 from ad.errors import MutationError
@@ -29,8 +28,8 @@ _DEPTH = 3
 
 
 def entries(*objs: Any) -> dict | None:
-    """Under nested differentiation, every entry of the lists, dicts and objects' fields
-    ``objs`` hold (by path, ``_DEPTH`` levels deep), as the objects themselves; else None."""
+    """Under nested differentiation, every entry of the lists and dicts ``objs`` hold
+    (by path, ``_DEPTH`` levels deep), as the objects themselves; else None."""
     if not _under_higher_order():
         return None
     out: dict = {}
@@ -50,14 +49,9 @@ def _under_higher_order() -> bool:
 
 def _walk(v: Any, path: tuple, depth: int, out: dict) -> None:
     kind = type(v)
-    if depth == 0:
+    if depth == 0 or not (kind is list or kind is dict):
         return
-    if kind is list or kind is dict:
-        items: Any = v.items() if kind is dict else enumerate(v)
-    elif _plain_object(v):  # an object's fields, keyed apart from items: (".", name)
-        items = [((".", k), e) for k, e in vars(v).items()]
-    else:
-        return
+    items = v.items() if kind is dict else enumerate(v)
     for k, e in items:
         at = path + (k,)
         out[at] = e
@@ -65,7 +59,7 @@ def _walk(v: Any, path: tuple, depth: int, out: dict) -> None:
 
 
 def unchanged(before: dict | None, site: str, *objs: Any) -> None:
-    """Refuse a call that wrote, into a list, dict or object of ``objs``, a value that may carry
+    """Refuse a call that wrote, into a list or dict of ``objs``, a value that may carry
     a derivative (``entries`` gave ``before``, the same containers before the call)."""
     if before is None:
         return
@@ -86,21 +80,11 @@ def unchanged(before: dict | None, site: str, *objs: Any) -> None:
             )
 
 
-def _plain_object(v: Any) -> bool:
-    """Whether ``v`` is an instance of a user class with fields (not a module,
-    function, class or array: their attributes are no data of this call)."""
-    return (
-        isinstance(getattr(v, "__dict__", None), dict)
-        and not isinstance(v, (type, types.ModuleType, types.FunctionType, types.MethodType))
-        and type(v).__module__ not in ("builtins", "numpy")
-    )
-
-
 def _container(objs: tuple, path: tuple) -> Any:
-    """The container (or object) holding the entry at ``path``."""
+    """The container holding the entry at ``path``."""
     v = objs[path[0]]
     for k in path[1:-1]:
-        v = getattr(v, k[1]) if type(k) is tuple else v[k]
+        v = v[k]
     return v
 
 
