@@ -85,8 +85,9 @@ def aliased_seeds(fn: ast.FunctionDef, seeds: set[str], plain: frozenset[str], f
     """``seeds`` grown by the local names grouped with an active one (see the module).
     The AD's own code, differentiated at higher orders, is left as it is: it follows
     objects along variables there (``ad.runtime.state.suspended``)."""
-    if (getattr(f, "__module__", None) or "").split(".")[0] in _OWN or fn.name in _GENERATED:
-        return seeds
+    own = (getattr(f, "__module__", None) or "").split(".")[0] in _OWN
+    if (own and not f.__code__.co_filename.startswith("<")) or fn.name in _GENERATED:
+        return seeds  # (a doctest's example, though run in our module, is the user's)
     params = set(param_names(fn))
     stored = read_and_stored(fn)[1]
     resolve = _through_modules(fn, name_resolver(f, params | stored))
