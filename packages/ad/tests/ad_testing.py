@@ -58,6 +58,16 @@ def D_r(f: Any, x: Any, v: Any = 1.0) -> Any:
     return 0.0 if g is None else np.sum(g * v)
 
 
+def nested(modes: str, f: Any, x: Any) -> Any:
+    """The derivative of ``f`` at the number ``x`` taken by ``modes``, outer first: ``D``
+    forward mode (``D_f``), ``G`` reverse mode (``D_r``); ``nested("DG", f, x)`` is
+    ``f''(x)`` by forward over reverse, each level a closure over the outer variable."""
+    if not modes:
+        return f(x)
+    outer = D_f if modes[0] == "D" else D_r
+    return outer(lambda y: nested(modes[1:], f, y), x)
+
+
 def fd_gradient(f: Any, *args: Any, h: float = 1e-6) -> tuple:
     """Central differences of the real-valued ``f`` in each argument (floats or
     arrays; each array entry perturbed in turn, the other arguments as given)."""

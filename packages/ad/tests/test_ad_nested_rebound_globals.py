@@ -17,6 +17,7 @@ import itertools
 
 import numpy as np
 import pytest
+from ad_testing import nested
 
 import ad
 
@@ -40,32 +41,12 @@ def loss(t):
     return act(t)
 
 
-def _D(f, x):
-    return ad.jvp(f, (x,), (np.ones_like(x) if isinstance(x, np.ndarray) else 1.0,))[1]
-
-
-def _G(f, x):
-    g = ad.gradient(f, x)[0]
-    return 0.0 if g is None else g
-
-
-def _nested(ops, f):
-    """``x -> ops[0](x -> ops[1](... f ...), x)``."""
-    for op in reversed(ops):
-        f = _wrap(op, f)
-    return f
-
-
-def _wrap(op, g):
-    return lambda t: op(g, t)
-
-
 def _combos(order):
     return ["".join(c) for c in itertools.product("DG", repeat=order)]
 
 
 def _run(name, f, x):
-    return _nested([_D if c == "D" else _G for c in name], f)(x)
+    return nested(name, f, x)
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
-from ad_testing import fd_gradient
+from ad_testing import fd_gradient, nested
 
 import ad
 
@@ -324,39 +324,15 @@ def test_arrays(f):
     check(lambda v: np.sum(f(v)), x)
 
 
-_D = lambda f, x: ad.jvp(f, (x,), (1.0,))[1]  # noqa: E731
-
-
-def _G(f, x):
-    g = ad.gradient(f, x)[0]
-    return 0.0 if g is None else g
-
-
-def _nested(ops, f):
-    """``x -> ops[0](x -> ops[1](... f ...), x)``: a derivative of ``len(ops)``-th order."""
-    for op in reversed(ops):
-        f = _wrap(op, f)
-    return f
-
-
-def _wrap(op, g):
-    return lambda t: op(g, t)
-
-
 _SECOND_ORDER = {
     "hessian": lambda f, x: ad.hessian(f, x),
     "hessian_reverse": lambda f, x: ad.hessian_reverse(f, x),
     "hvp": lambda f, x: ad.hvp(f, (x,), (1.0,))[0],
     "diaghessian": lambda f, x: ad.diaghessian(f, x)[0],
     **{
-        a + b: (lambda ops: lambda f, x: _nested(ops, f)(x))(
-            (_D if a == "D" else _G, _D if b == "D" else _G)
-        )
-        for a in "DG"
-        for b in "DG"
+        modes: (lambda m: lambda f, x: nested(m, f, x))(modes)
+        for modes in ("DD", "DG", "GD", "GG", "GGG", "DGD")
     },
-    "GGG": lambda f, x: _nested((_G, _G, _G), f)(x),
-    "DGD": lambda f, x: _nested((_D, _G, _D), f)(x),
 }
 
 
